@@ -1,0 +1,15 @@
+// Migrations are listed here rather than discovered on disk, so the same list works from
+// TypeScript (tests, tsx), from the compiled dist/ build and inside jest.
+// Forward-only in production; each file keeps a `down` for local development.
+import type { Knex } from 'knex';
+import * as usersAndSessions from './20261122000000_users_and_sessions';
+
+const migrations: Record<string, Knex.Migration> = {
+  '20261122000000_users_and_sessions': usersAndSessions,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};

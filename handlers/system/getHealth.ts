@@ -1,0 +1,3 @@
+import type { Handler } from '../types';
+
+export const getHealth: Handler<'getHealth'> = () => ({ status: 200, body: { status: 'ok' } });

@@ -1,0 +1,18 @@
+import type { Handler } from '../types';
+import { checkReadiness, type Check } from '../../src/system/readiness';
+import { AppError } from '../../src/http/problem';
+
+const toApi = (c: Check) => ({ ok: c.ok, latency_ms: c.latencyMs, ...(c.error ? { error: c.error } : {}) });
+
+export const getReadiness: Handler<'getReadiness'> = async ({ app }) => {
+  const result = await checkReadiness(app);
+  const checks = { database: toApi(result.database), redis: toApi(result.redis) };
+  if (!result.ready) {
+    const down = Object.entries(checks).filter(([, c]) => !c.ok).map(([name]) => name);
+    throw new AppError('unavailable', 503, `Not ready: ${down.join(', ')} unreachable.`, {
+      headers: { 'Retry-After': '5' },
+      fields: { checks },
+    });
+  }
+  return { status: 200, body: { status: 'ready', checks } };
+};

@@ -1,0 +1,46 @@
+// Typed handler signatures, derived from the generated contract types. This is the HTTP edge:
+// handlers map between these API shapes and domain shapes; src/ never imports them.
+import type { Request, Response } from 'express';
+import type { operations } from '../codegen/api-types';
+import type { AppContext } from '../src/app-context';
+import type { Caller } from '../src/sessions/store';
+
+export type OperationId = keyof operations;
+type Op<K extends OperationId> = operations[K];
+
+type JsonContent<T> = T extends { content: { 'application/json': infer B } }
+  ? B
+  : T extends { content: { 'application/x-www-form-urlencoded': infer F } }
+    ? F
+    : undefined;
+
+export type RequestBody<K extends OperationId> = Op<K> extends { requestBody?: infer R } ? JsonContent<NonNullable<R>> : undefined;
+export type PathParams<K extends OperationId> = Op<K>['parameters'] extends { path?: infer P } ? NonNullable<P> : never;
+export type QueryParams<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+
+type Responses<K extends OperationId> = Op<K>['responses'];
+type SuccessStatus<K extends OperationId> = Extract<keyof Responses<K>, 200 | 201 | 202 | 204 | 302>;
+type ResponseBody<R> = R extends { content: infer C } ? C[keyof C] : undefined;
+
+/** What a handler returns: a documented success status and its body. Errors are thrown as AppError. */
+export type Reply<K extends OperationId> = {
+  [S in SuccessStatus<K>]: { status: S; body: ResponseBody<Responses<K>[S]>; headers?: Record<string, string> };
+}[SuccessStatus<K>];
+
+export interface HandlerContext<K extends OperationId> {
+  app: AppContext;
+  body: RequestBody<K>;
+  params: PathParams<K>;
+  query: QueryParams<K>;
+  /** The signed-in caller, or null on public operations. */
+  caller: Caller | null;
+  requestId: string;
+  ip: string;
+  userAgent: string | null;
+  req: Request;
+  res: Response;
+}
+
+export type Handler<K extends OperationId> = (ctx: HandlerContext<K>) => Promise<Reply<K>> | Reply<K>;
+
+export type HandlerMap = { [K in OperationId]?: Handler<K> };

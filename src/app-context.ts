@@ -1,0 +1,20 @@
+import type { Config } from './config';
+import type { Logger } from './logger';
+import type { Db } from './platform/database';
+import type { RedisClient } from './platform/redis';
+import type { Contract } from './http/contract';
+
+/** Everything a request or job needs, built once by the composition root (src/main.ts or a test). */
+export interface AppContext {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  redis: RedisClient;
+  contract: Contract;
+  /** Injectable clock: tests move time instead of waiting. */
+  now: () => Date;
+  state: {
+    /** Migrations applied and the database reachable at least once since start. */
+    databaseReady: boolean;
+  };
+}

@@ -1,0 +1,115 @@
+// The one place that reads configuration. Everything else receives a Config.
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Project root (where openapi.yaml and package.json live), found from src/ and from dist/src/. */
+export const projectRoot = (() => {
+  let dir = __dirname;
+  while (!fs.existsSync(path.join(dir, 'package.json'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('package.json not found above ' + __dirname);
+    dir = parent;
+  }
+  return dir;
+})();
+
+export interface Config {
+  env: 'development' | 'production' | 'test';
+  host: string;
+  port: number;
+  /** Public base URL of the API; https here switches the session cookie to `__Host-session`. */
+  publicBaseUrl: string;
+  /** Origins allowed to make cookie-authenticated unsafe requests (CSRF check). */
+  appOrigins: string[];
+  /** Empty: start an embedded PostgreSQL with its data under `dataDir`. */
+  databaseUrl: string | null;
+  databasePoolMax: number;
+  dataDir: string;
+  embeddedPostgresPort: number;
+  redisUrl: string;
+  /** Prefix for every Redis key, so several deployments (or test runs) can share one Redis. */
+  redisPrefix: string;
+  /** Express `trust proxy`: which proxies may set X-Forwarded-For. */
+  trustProxy: string | number | boolean;
+  logLevel: string;
+  sessionSecret: string | null;
+  session: { idleTimeoutSeconds: number; absoluteLifetimeSeconds: number };
+  operatorEmails: string[];
+  shutdownTimeoutMs: number;
+  build: { version: string; commit: string; builtAt: string | null };
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+function trustProxy(raw: string | undefined): string | number | boolean {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw; // e.g. "loopback, 10.0.0.0/8"
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const mode = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
+  const port = int(env, 'PORT', 3000);
+  const publicBaseUrl = (env.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  const config: Config = {
+    env: mode,
+    host: env.HOST ?? '0.0.0.0',
+    port,
+    publicBaseUrl,
+    appOrigins: list(env.APP_ORIGINS).length ? list(env.APP_ORIGINS) : [new URL(publicBaseUrl).origin],
+    databaseUrl: env.DATABASE_URL || null,
+    databasePoolMax: int(env, 'DATABASE_POOL_MAX', 10),
+    dataDir: path.resolve(env.DATA_DIR ?? '.data'),
+    embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329),
+    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redisPrefix: env.REDIS_PREFIX ?? 'tenant-api:',
+    trustProxy: trustProxy(env.TRUST_PROXY),
+    logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'silent' : 'info'),
+    sessionSecret: env.SESSION_SECRET || null,
+    session: {
+      idleTimeoutSeconds: int(env, 'SESSION_IDLE_TIMEOUT_SECONDS', 14 * 24 * 3600),
+      absoluteLifetimeSeconds: int(env, 'SESSION_ABSOLUTE_LIFETIME_SECONDS', 90 * 24 * 3600),
+    },
+    operatorEmails: list(env.OPERATOR_EMAILS).map((e) => e.toLowerCase()),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
+    build: {
+      version: env.BUILD_VERSION || readPackageVersion(),
+      commit: env.BUILD_COMMIT || 'unknown',
+      builtAt: env.BUILD_TIME || null,
+    },
+  };
+  if (config.env === 'production') {
+    const missing: string[] = [];
+    if (!config.databaseUrl) missing.push('DATABASE_URL (production does not start an embedded PostgreSQL)');
+    if (!config.sessionSecret || config.sessionSecret.length < 32) missing.push('SESSION_SECRET (at least 32 characters)');
+    if (!env.PUBLIC_BASE_URL) missing.push('PUBLIC_BASE_URL');
+    if (missing.length) throw new ConfigError(`Missing required configuration in production: ${missing.join('; ')}`);
+  }
+  return config;
+}
+
+function readPackageVersion(): string {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return '0.0.0';
+  }
+}

@@ -1,0 +1,56 @@
+// Resolves the caller from a bearer token or the session cookie, and guards cookie sessions
+// against cross-site requests. Which schemes an operation accepts comes from the contract.
+import type { Request } from 'express';
+import type { AppContext } from '../app-context';
+import type { Config } from '../config';
+import { findLiveSession, type Caller } from '../sessions/store';
+import { problems } from './problem';
+
+/** Falsy (no credential / not valid) or the caller; `error` when the lookup itself failed. */
+export type AuthResult = { caller: Caller } | { error: unknown } | null;
+
+export function sessionCookieName(config: Config): string {
+  return config.publicBaseUrl.startsWith('https:') ? '__Host-session' : 'session';
+}
+
+async function resolve(app: AppContext, token: string | undefined, transport: Caller['transport']): Promise<AuthResult> {
+  if (!token) return null;
+  try {
+    const caller = await findLiveSession(app.db, token, app.config.session, app.now());
+    // A token only authenticates through the transport it was issued for.
+    return caller && caller.transport === transport ? { caller } : null;
+  } catch (error) {
+    return { error };
+  }
+}
+
+export function authenticateBearer({ app }: { app: AppContext }, req: Request): Promise<AuthResult> {
+  const header = req.headers.authorization;
+  const token = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+  return resolve(app, token, 'bearer');
+}
+
+export function authenticateCookie({ app }: { app: AppContext }, req: Request): Promise<AuthResult> {
+  const token = (req.cookies as Record<string, string> | undefined)?.[sessionCookieName(app.config)];
+  return resolve(app, token, 'cookie');
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** CSRF: a cookie-authenticated unsafe request must come from an allowed origin (Origin, else Referer). */
+export function checkCsrf(config: Config, req: Request): void {
+  if (SAFE_METHODS.has(req.method)) return;
+  const origin = req.get('origin') ?? originOf(req.get('referer'));
+  if (!origin || !config.appOrigins.includes(origin)) {
+    throw problems.forbidden('Cross-site request refused: the Origin is not an allowed app origin.');
+  }
+}
+
+function originOf(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}

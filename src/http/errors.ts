@@ -1,0 +1,31 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '../logger';
+import { AppError, problems, sendProblem, toAppError } from './problem';
+
+/** Errors from body parsing (body-parser sets `type`) before any route is matched. */
+function fromBodyParser(err: { type?: string; status?: number }): AppError | null {
+  if (err.type === 'entity.too.large') return problems.payloadTooLarge();
+  if (err.type === 'entity.parse.failed') return problems.malformedBody();
+  if (err.type && err.status === 400) return problems.malformedBody();
+  if (err.type === 'encoding.unsupported' || err.type === 'charset.unsupported') {
+    return new AppError('unsupported_media_type', 415, 'Unsupported body encoding or charset.');
+  }
+  return null;
+}
+
+/** The last middleware: everything thrown ends here and leaves as a Problem. */
+export function errorHandler(logger: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const appError = fromBodyParser(err as { type?: string }) ?? toAppError(err);
+    if (appError.status >= 500) {
+      logger.error('request failed', {
+        request_id: res.locals.requestId,
+        operation_id: res.locals.operationId ?? null,
+        status: appError.status,
+        error: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err),
+      });
+    }
+    if (res.headersSent) return res.end();
+    sendProblem(res, appError);
+  };
+}

@@ -1,0 +1,28 @@
+// Request ids (kept from a valid incoming X-Request-Id, else made) and one access-log line per request.
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '../logger';
+import { newId } from '../ids';
+
+const VALID_REQUEST_ID = /^req_[A-Za-z0-9_-]{8,64}$/;
+
+export function requestContext(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const start = process.hrtime.bigint();
+    const incoming = req.get('x-request-id');
+    const requestId = incoming && VALID_REQUEST_ID.test(incoming) ? incoming : newId('req');
+    res.locals.requestId = requestId;
+    res.setHeader('X-Request-Id', requestId);
+    res.on('finish', () => {
+      logger.info('request', {
+        request_id: requestId,
+        method: req.method,
+        route: res.locals.route ?? null,
+        operation_id: res.locals.operationId ?? null,
+        status: res.statusCode,
+        duration_ms: Math.round(Number(process.hrtime.bigint() - start) / 1e4) / 100,
+        ip: req.ip,
+      });
+    });
+    next();
+  };
+}

@@ -1,0 +1,135 @@
+// Composition root and command line:
+//   node dist/src/main.js [serve]              start the API (runs migrations first)
+//   node dist/src/main.js migrate              apply database migrations and exit
+//   node dist/src/main.js grant-operator EMAIL make an existing account an operator
+import http from 'node:http';
+import { ConfigError, loadConfig, type Config } from './config';
+import { createLogger, type Logger } from './logger';
+import { createDatabase, migrateLatest, type Db } from './platform/database';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
+import { createRedis, redactUrl } from './platform/redis';
+import { loadContract } from './http/contract';
+import { createApp } from './app';
+import { grantOperator, grantOperatorsByEmail } from './accounts/store';
+import type { AppContext } from './app-context';
+
+async function openDatabase(config: Config, logger: Logger): Promise<{ db: Db; embedded: EmbeddedDatabase | null }> {
+  let url = config.databaseUrl;
+  let embedded: EmbeddedDatabase | null = null;
+  if (!url) {
+    embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, logger);
+    url = embedded.url;
+  }
+  return { db: createDatabase(url, config.databasePoolMax), embedded };
+}
+
+/** Applies migrations, retrying while the database is unreachable (no crash loop). */
+async function migrateWhenReachable(app: AppContext, stopped: () => boolean): Promise<void> {
+  for (let attempt = 1; !stopped(); attempt++) {
+    try {
+      await migrateLatest(app.db, app.logger);
+      const granted = await grantOperatorsByEmail(app.db, app.config.operatorEmails);
+      if (granted) app.logger.info('operators granted from OPERATOR_EMAILS', { count: granted });
+      app.state.databaseReady = true;
+      app.logger.info('database ready');
+      return;
+    } catch (err) {
+      const delay = Math.min(1000 * attempt, 10_000);
+      app.logger.error('database unreachable; requests that need it answer 503 until it is back', {
+        error: err instanceof Error ? err.message : String(err),
+        retry_in_ms: delay,
+      });
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
+async function serve(config: Config, logger: Logger): Promise<void> {
+  const { db, embedded } = await openDatabase(config, logger);
+  const redis = createRedis(config.redisUrl, logger);
+  const app: AppContext = {
+    config,
+    logger,
+    db,
+    redis,
+    contract: loadContract(),
+    now: () => new Date(),
+    state: { databaseReady: false },
+  };
+  const server = http.createServer(createApp(app));
+  server.keepAliveTimeout = 65_000; // longer than common load balancer idle timeouts
+  let stopping = false;
+  void migrateWhenReachable(app, () => stopping);
+  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  logger.info('listening', {
+    url: `http://${config.host}:${config.port}`,
+    public_base_url: config.publicBaseUrl,
+    database: embedded ? 'embedded' : redactUrl(config.databaseUrl!),
+    redis: redactUrl(config.redisUrl),
+    version: config.build.version,
+  });
+
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down: no new connections, finishing in-flight requests', { signal });
+    const force = setTimeout(() => {
+      logger.error('shutdown timed out; exiting', { timeout_ms: config.shutdownTimeoutMs });
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    force.unref();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+    await Promise.allSettled([db.destroy(), redis.quit()]);
+    if (embedded) await embedded.stop().catch(() => undefined);
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+async function withDatabase<T>(config: Config, logger: Logger, fn: (db: Db) => Promise<T>): Promise<T> {
+  const { db, embedded } = await openDatabase(config, logger);
+  try {
+    await migrateLatest(db, logger);
+    return await fn(db);
+  } finally {
+    await db.destroy();
+    if (embedded) await embedded.stop();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command = 'serve', ...args] = argv;
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel === 'silent' ? 'info' : config.logLevel);
+  switch (command) {
+    case 'serve':
+      return serve(config, logger);
+    case 'migrate':
+      await withDatabase(config, logger, (db) => migrateLatest(db, logger));
+      return;
+    case 'grant-operator': {
+      const email = args[0];
+      if (!email) throw new ConfigError('usage: grant-operator <email>');
+      const granted = await withDatabase(config, logger, (db) => grantOperator(db, email));
+      if (!granted) throw new ConfigError(`No account with the email ${email}. Register it first, then run this again.`);
+      logger.info('operator granted', { email });
+      return;
+    }
+    default:
+      throw new ConfigError(`Unknown command "${command}". Commands: serve, migrate, grant-operator <email>.`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+  } else {
+    process.stderr.write(`Start-up failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  }
+  process.exit(1);
+});

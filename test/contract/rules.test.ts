@@ -1,0 +1,93 @@
+// Rules over the contract itself, so its conventions are enforced by a tool and not only by prose.
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadContract } from '../../src/http/contract';
+import { handlers, pendingOperations } from '../../handlers';
+import { projectRoot } from '../../src/config';
+
+const contract = loadContract();
+const ops = [...contract.operations.values()];
+const raw = (op: (typeof ops)[number]) => contract.document.paths[op.path][op.method];
+const deref = (obj: any) => {
+  while (obj?.$ref) obj = obj.$ref.replace(/^#\//, '').split('/').reduce((o: any, k: string) => o[k], contract.document);
+  return obj;
+};
+
+it('covers every operation of the spec seed', () => {
+  const seed = fs.readFileSync(path.join(projectRoot, '../shared/seed/operations.txt'), 'utf8').trim().split('\n');
+  const have = new Set(ops.map((o) => `${o.method.toUpperCase()} ${o.path}`));
+  const missing = seed.filter((line) => !have.has(line.trim()));
+  expect(missing).toEqual([]);
+});
+
+it('every operationId has exactly one handler or is listed as pending, and nothing else is', () => {
+  const ids = new Set(ops.map((o) => o.operationId));
+  for (const id of ids) {
+    const handled = id in handlers;
+    const pending = pendingOperations.has(id as any);
+    expect({ id, handled, pending }).toEqual({ id, handled: !pending, pending: !handled });
+  }
+  for (const id of [...Object.keys(handlers), ...pendingOperations]) expect(ids.has(id)).toBe(true);
+});
+
+it('README lists exactly the pending operations under "Not yet implemented"', () => {
+  const readme = fs.readFileSync(path.join(projectRoot, 'README.md'), 'utf8');
+  const section = readme.split(/^## Not yet implemented/m)[1]?.split(/^## /m)[0] ?? '';
+  const listed = new Set([...section.matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1]));
+  expect([...pendingOperations].filter((id) => !listed.has(id))).toEqual([]);
+  expect([...listed].filter((id) => !pendingOperations.has(id as any))).toEqual([]);
+});
+
+it('every operation has a summary, a description, tags and a documented 5xx', () => {
+  for (const op of ops) {
+    const o = raw(op);
+    expect({ id: op.operationId, summary: !!o.summary, description: !!o.description, tags: op.tags.length > 0 }).toEqual({
+      id: op.operationId,
+      summary: true,
+      description: true,
+      tags: true,
+    });
+  }
+});
+
+it('every request body has an example and every error response names its codes', () => {
+  for (const op of ops) {
+    const o = raw(op);
+    if (o.requestBody) {
+      const body = deref(o.requestBody);
+      for (const [type, media] of Object.entries<any>(body.content)) {
+        const has = media.example !== undefined || media.examples !== undefined || deref(media.schema)?.example !== undefined;
+        expect({ id: op.operationId, type, example: has }).toEqual({ id: op.operationId, type, example: true });
+      }
+    }
+    for (const [status, response] of Object.entries<any>(o.responses)) {
+      if (Number(status) < 400) continue;
+      const r = deref(response);
+      const codes: string[] = r['x-problem-codes'] ?? [];
+      expect({ id: op.operationId, status, codes: codes.length > 0 }).toEqual({ id: op.operationId, status, codes: true });
+      for (const code of codes) expect({ id: op.operationId, status, code, inDescription: r.description.includes(`\`${code}\``) }).toMatchObject({ inDescription: true });
+    }
+  }
+});
+
+it('every operation with a body documents 400, 413 and 422; every protected one 401; every /ops one 403', () => {
+  for (const op of ops) {
+    const responses = Object.keys(raw(op).responses);
+    const want = [
+      ...(raw(op).requestBody ? ['400', '413', '422'] : []),
+      ...(op.public ? [] : ['401']),
+      ...(op.roles.includes('operator') ? ['403'] : []),
+    ];
+    expect({ id: op.operationId, missing: want.filter((s) => !responses.includes(s)) }).toEqual({ id: op.operationId, missing: [] });
+  }
+});
+
+it('every component schema has a description and an example', () => {
+  for (const [name, schema] of Object.entries<any>(contract.document.components.schemas)) {
+    expect({ name, description: !!schema.description, example: schema.example !== undefined || schema.examples !== undefined }).toEqual({
+      name,
+      description: true,
+      example: true,
+    });
+  }
+});

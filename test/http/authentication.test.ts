@@ -1,0 +1,89 @@
+import { startTestApp, type TestApp } from '../support/test-app';
+import { signedInUser } from '../support/users';
+import { exampleRequest } from '../support/examples';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({ APP_ORIGINS: 'https://app.example.com' });
+});
+afterAll(() => t.close());
+
+const protectedOps = () => [...t.ctx.contract.operations.values()].filter((op) => !op.public);
+
+it('answers 401 unauthenticated on every protected operation without a session', async () => {
+  expect(protectedOps().length).toBeGreaterThan(60);
+  for (const op of protectedOps()) {
+    const req = exampleRequest(t.ctx.contract, op);
+    const res = await (t.http as any)[op.method](req.url).send(req.body);
+    expect({ op: op.operationId, status: res.status }).toEqual({ op: op.operationId, status: 401 });
+    expect(res.body.code).toBe('unauthenticated');
+  }
+});
+
+it('answers 401 before validating the body (no information for anonymous callers)', async () => {
+  const res = await t.http.post('/ops/mail/test').send({ to: 'not an email' }).expect(401);
+  expect(res.body.code).toBe('unauthenticated');
+});
+
+it('refuses garbage, unknown, revoked and expired tokens', async () => {
+  await t.http.get('/v1/auth/me').set('Authorization', 'Bearer nope').expect(401);
+  await t.http.get('/v1/auth/me').set('Authorization', `Bearer ${'a'.repeat(43)}`).expect(401);
+
+  const revoked = await signedInUser(t.ctx);
+  await t.http.get('/v1/auth/me').set('Authorization', revoked.auth).expect(501);
+  await t.ctx.db('sessions').where({ id: revoked.sessionId }).update({ revoked_at: new Date() });
+  await t.http.get('/v1/auth/me').set('Authorization', revoked.auth).expect(401);
+
+  const idle = await signedInUser(t.ctx);
+  t.clock.advance(t.ctx.config.session.idleTimeoutSeconds * 1000 + 1000);
+  await t.http.get('/v1/auth/me').set('Authorization', idle.auth).expect(401);
+});
+
+it('refuses a session past its absolute lifetime even when recently seen', async () => {
+  const user = await signedInUser(t.ctx);
+  t.clock.advance(t.ctx.config.session.absoluteLifetimeSeconds * 1000 + 1000);
+  await t.ctx.db('sessions').where({ id: user.sessionId }).update({ last_seen_at: t.clock.now });
+  await t.http.get('/v1/auth/me').set('Authorization', user.auth).expect(401);
+});
+
+describe('/ops', () => {
+  it('answers 403 to signed-in users who are not operators', async () => {
+    const user = await signedInUser(t.ctx);
+    const res = await t.http.get('/ops/jobs/runs').set('Authorization', user.auth).expect(403);
+    expect(res.body.code).toBe('forbidden');
+  });
+
+  it('lets operators through', async () => {
+    const op = await signedInUser(t.ctx, { operator: true });
+    await t.http.get('/ops/jobs/runs').set('Authorization', op.auth).expect(501);
+  });
+
+  it('does not accept the session cookie (bearer only)', async () => {
+    const op = await signedInUser(t.ctx, { operator: true, transport: 'cookie' });
+    await t.http.get('/ops/jobs/runs').set('Cookie', `session=${op.token}`).expect(401);
+  });
+});
+
+describe('session cookie', () => {
+  it('authenticates by cookie, and a bearer token is not accepted as a cookie', async () => {
+    const cookieUser = await signedInUser(t.ctx, { transport: 'cookie' });
+    await t.http.get('/v1/auth/me').set('Cookie', `session=${cookieUser.token}`).expect(501);
+    const bearerUser = await signedInUser(t.ctx);
+    await t.http.get('/v1/auth/me').set('Cookie', `session=${bearerUser.token}`).expect(401);
+  });
+
+  it('refuses unsafe cookie requests from a foreign origin (CSRF) and accepts allowed ones', async () => {
+    const user = await signedInUser(t.ctx, { transport: 'cookie' });
+    const cookie = `session=${user.token}`;
+    const foreign = await t.http.post('/v1/auth/logout').set('Cookie', cookie).set('Origin', 'https://evil.example').expect(403);
+    expect(foreign.body.code).toBe('forbidden');
+    await t.http.post('/v1/auth/logout').set('Cookie', cookie).expect(403); // no Origin, no Referer
+    await t.http.post('/v1/auth/logout').set('Cookie', cookie).set('Origin', 'https://app.example.com').expect(501);
+    await t.http.post('/v1/auth/logout').set('Cookie', cookie).set('Referer', 'https://app.example.com/settings').expect(501);
+  });
+
+  it('does not apply the origin check to bearer requests', async () => {
+    const user = await signedInUser(t.ctx);
+    await t.http.post('/v1/auth/logout').set('Authorization', user.auth).set('Origin', 'https://evil.example').expect(501);
+  });
+});

@@ -1,0 +1,101 @@
+// Validates every response a test receives against openapi.yaml: the status must be documented
+// for the operation, the content type must be one it lists, the body must match its schema and
+// documented headers must match theirs. A response the contract does not describe fails the test.
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
+import type { Response } from 'supertest';
+import { loadContract, type Contract } from '../../src/http/contract';
+
+let cached: { contract: Contract; ajv: Ajv2020; validators: Map<string, ValidateFunction> } | undefined;
+
+function state() {
+  if (!cached) {
+    const contract = loadContract();
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    ajv.addSchema(contract.document, 'openapi');
+    cached = { contract, ajv, validators: new Map() };
+  }
+  return cached;
+}
+
+const pointer = (...parts: (string | number)[]) => parts.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+
+function validatorFor(ref: string): ValidateFunction {
+  const s = state();
+  let v = s.validators.get(ref);
+  if (!v) {
+    v = s.ajv.compile({ $ref: `openapi#/${ref}` });
+    s.validators.set(ref, v);
+  }
+  return v;
+}
+
+function matchPath(contract: Contract, method: string, urlPath: string): string | null {
+  const segments = urlPath.split('?')[0]!.replace(/\/+$/, '').split('/');
+  let best: { template: string; literal: number } | null = null;
+  for (const [template, methods] of contract.methodsByPath) {
+    if (!methods.includes(method.toUpperCase())) continue;
+    const t = template.split('/');
+    if (t.length !== segments.length) continue;
+    if (!t.every((s, i) => s.startsWith('{') || s === segments[i])) continue;
+    const literal = t.filter((s) => !s.startsWith('{')).length;
+    if (!best || literal > best.literal) best = { template, literal };
+  }
+  return best?.template ?? null;
+}
+
+export function assertMatchesContract(method: string, url: string, res: Response): void {
+  const { contract } = state();
+  const fail = (why: string) => {
+    throw new Error(`${method.toUpperCase()} ${url} → ${res.status}: ${why}\nbody: ${JSON.stringify(res.body ?? res.text).slice(0, 2000)}`);
+  };
+  const requestId = res.headers['x-request-id'];
+  if (!requestId || !/^req_[A-Za-z0-9_-]{8,64}$/.test(requestId)) fail(`missing or malformed X-Request-Id "${requestId}"`);
+
+  const template = matchPath(contract, method, new URL(url, 'http://x').pathname);
+  const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim();
+  if (!template) {
+    // No operation (unknown path or wrong method): must be a Problem.
+    if (![404, 405].includes(res.status)) fail('no operation matches and the status is not 404/405');
+    if (contentType !== 'application/problem+json') fail(`content type ${contentType} is not application/problem+json`);
+    const v = validatorFor(pointer('components', 'schemas', 'Problem'));
+    if (!v(res.body)) fail(`not a Problem: ${JSON.stringify(v.errors)}`);
+    return;
+  }
+  const m = method.toLowerCase();
+  const op = contract.document.paths[template][m];
+  const status = String(res.status);
+  const key = op.responses[status] ? status : op.responses[`${status[0]}XX`] ? `${status[0]}XX` : op.responses.default ? 'default' : null;
+  if (!key) fail(`status ${status} is not documented for ${op.operationId}`);
+  let base = ['paths', template, m, 'responses', key!];
+  let response = op.responses[key!];
+  if (response.$ref) {
+    const name = response.$ref.split('/').pop();
+    base = ['components', 'responses', name];
+    response = contract.document.components.responses[name];
+  }
+  const content = response.content as Record<string, { schema?: unknown }> | undefined;
+  if (!content) {
+    if (res.text && res.text.length > 0) fail(`${op.operationId} ${status} documents no body but one was sent`);
+  } else {
+    if (!content[contentType]) fail(`content type "${contentType}" not documented (${Object.keys(content).join(', ')})`);
+    if (content[contentType]!.schema) {
+      const body = contentType.endsWith('json') ? res.body : res.text;
+      const v = validatorFor(pointer(...base, 'content', contentType, 'schema'));
+      if (!v(body)) fail(`body does not match ${op.operationId} ${status}: ${JSON.stringify(v.errors)}`);
+    }
+  }
+  for (const [name, header] of Object.entries<Record<string, any>>(response.headers ?? {})) {
+    const h = header.$ref ? contract.document.components.headers[header.$ref.split('/').pop()] : header;
+    const value = res.headers[name.toLowerCase()];
+    if (value === undefined) {
+      if (h.required) fail(`required header ${name} missing`);
+      continue;
+    }
+    if (h.schema?.type === 'integer' && !/^\d+$/.test(String(value))) fail(`header ${name} "${value}" is not an integer`);
+    if (h.schema?.pattern && !new RegExp(h.schema.pattern).test(String(value))) fail(`header ${name} "${value}" does not match ${h.schema.pattern}`);
+  }
+  if (res.status === 405 && !res.headers.allow) fail('405 without Allow');
+}

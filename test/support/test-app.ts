@@ -1,0 +1,82 @@
+// A real application for one test file: its own database cloned from the migrated template,
+// the real Redis under its own key prefix, and an HTTP client that checks every response
+// against openapi.yaml.
+import { randomBytes } from 'node:crypto';
+import supertest from 'supertest';
+import type { Express } from 'express';
+import { adminDb, databaseUrl } from './databases';
+import { assertMatchesContract } from './contract-validator';
+import { loadConfig, type Config } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { createDatabase } from '../../src/platform/database';
+import { createRedis } from '../../src/platform/redis';
+import { loadContract } from '../../src/http/contract';
+import { createApp } from '../../src/app';
+import type { AppContext } from '../../src/app-context';
+
+export interface TestApp {
+  ctx: AppContext;
+  server: Express;
+  http: ContractClient;
+  /** Moves the injectable clock. */
+  clock: { now: Date; advance(ms: number): void };
+  close(): Promise<void>;
+}
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete' | 'head' | 'options';
+export type ContractClient = Record<Method, (url: string) => supertest.Test>;
+
+export function contractClient(server: Express): ContractClient {
+  const agent = supertest(server);
+  const make = (method: Method) => (url: string) =>
+    agent[method](url).expect((res) => {
+      if (method !== 'head' && method !== 'options') assertMatchesContract(method, url, res);
+    });
+  return { get: make('get'), post: make('post'), put: make('put'), patch: make('patch'), delete: make('delete'), head: make('head'), options: make('options') };
+}
+
+export async function startTestApp(overrides: Partial<Record<string, string>> = {}): Promise<TestApp> {
+  const name = `${process.env.TEST_RUN_ID}_${randomBytes(4).toString('hex')}`;
+  const admin = adminDb();
+  try {
+    await admin.raw(`create database "${name}" template "${process.env.TEST_TEMPLATE_DB}"`);
+  } finally {
+    await admin.destroy();
+  }
+  const config: Config = loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: databaseUrl(name),
+    REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: `test:${name}:`,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...overrides,
+  });
+  const logger = createLogger(config.logLevel);
+  const db = createDatabase(config.databaseUrl!, 5);
+  const redis = createRedis(config.redisUrl, logger);
+  const clock = {
+    now: new Date(),
+    advance(ms: number) {
+      this.now = new Date(this.now.getTime() + ms);
+    },
+  };
+  const ctx: AppContext = {
+    config,
+    logger,
+    db,
+    redis,
+    contract: loadContract(),
+    now: () => clock.now,
+    state: { databaseReady: true },
+  };
+  const server = createApp(ctx);
+  return {
+    ctx,
+    server,
+    http: contractClient(server),
+    clock,
+    async close() {
+      await Promise.allSettled([db.destroy(), redis.quit()]);
+    },
+  };
+}

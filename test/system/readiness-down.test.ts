@@ -1,0 +1,56 @@
+import net from 'node:net';
+import { startTestApp, type TestApp } from '../support/test-app';
+import { signedInUser } from '../support/users';
+import { createDatabase } from '../../src/platform/database';
+
+/** A port nothing listens on: bind, read the port, close. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+describe('with Redis unreachable', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
+  });
+  afterAll(() => t.close());
+
+  it('readyz answers 503 naming Redis, and healthz stays 200', async () => {
+    const res = await t.http.get('/readyz').expect(503);
+    expect(res.body).toMatchObject({ code: 'unavailable', status: 503 });
+    expect(res.body.checks.database.ok).toBe(true);
+    expect(res.body.checks.redis.ok).toBe(false);
+    expect(res.headers['retry-after']).toBe('5');
+    await t.http.get('/healthz').expect(200);
+  });
+});
+
+describe('with the database unreachable', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('answers 503 unavailable, not 500, on operations that need it', async () => {
+    const user = await signedInUser(t.ctx, { operator: true });
+    await t.ctx.db.destroy();
+    t.ctx.db = createDatabase(`postgres://postgres@127.0.0.1:${await closedPort()}/none`, 1);
+    const res = await t.http.get('/ops/jobs/runs').set('Authorization', user.auth).expect(503);
+    expect(res.body).toMatchObject({ code: 'unavailable' });
+    expect(res.headers['retry-after']).toBeDefined();
+    const ready = await t.http.get('/readyz').expect(503);
+    expect(ready.body.checks.database.ok).toBe(false);
+  });
+
+  it('answers 503 while migrations have not run yet', async () => {
+    t.ctx.state.databaseReady = false;
+    const res = await t.http.get('/v1/auth/me').expect(503);
+    expect(res.body.code).toBe('unavailable');
+    await t.http.get('/v1/ping').expect(200);
+  });
+});
