@@ -20,7 +20,7 @@ async function openDatabase(config: Config, logger: Logger): Promise<{ db: Db; e
     embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, logger);
     url = embedded.url;
   }
-  return { db: createDatabase(url, config.databasePoolMax), embedded };
+  return { db: createDatabase(url, config.databasePoolMax, logger), embedded };
 }
 
 /** Applies migrations, retrying while the database is unreachable (no crash loop). */
@@ -82,7 +82,7 @@ async function serve(config: Config, logger: Logger): Promise<void> {
       server.close(() => resolve());
       server.closeIdleConnections();
     });
-    await Promise.allSettled([db.destroy(), redis.quit()]);
+    await Promise.allSettled([db.destroy(), redis.quit().catch(() => redis.disconnect())]);
     if (embedded) await embedded.stop().catch(() => undefined);
     logger.info('stopped');
     process.exit(0);

@@ -67,11 +67,12 @@ export const problems = {
 
 /** Errors that mean a dependency is down (not a bug): answered 503, not 500. */
 export function isDependencyDown(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const code = (err as { code?: string }).code;
+  // Duck-typed, not `instanceof Error`: errors from node's own modules may come from another realm.
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, name = '', message = '' } = err as { code?: string; name?: string; message?: string };
   if (code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', '57P01', '57P03', '53300'].includes(code)) return true;
-  if (err.name === 'KnexTimeoutError' || err.name === 'MaxRetriesPerRequestError') return true;
-  return /Connection is closed|Stream isn't writeable|enableOfflineQueue|Connection terminated/i.test(err.message);
+  if (name === 'KnexTimeoutError' || name === 'MaxRetriesPerRequestError') return true;
+  return /Connection is closed|Stream isn't writeable|enableOfflineQueue|Connection terminated/i.test(message);
 }
 
 /** Turns anything thrown into an AppError; unknown errors become a bare 500 (the log has the detail). */

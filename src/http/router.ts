@@ -55,6 +55,14 @@ export function createRouter(app: AppContext, handlers: HandlerMap, pending: Rea
         throw problems.unavailable('The database is not ready yet. Try again shortly.');
       }
     },
+    // After authentication, before validation: role and CSRF checks, for pending operations too.
+    postSecurityHandler: (c: Context, { req, res }: Args) => {
+      const caller = callerOf(c);
+      res.locals.caller = caller;
+      if (!caller) return;
+      if (operationInfo(c).roles.includes('operator') && !caller.operator) throw problems.forbidden('Only operators may use /ops.');
+      if (caller.transport === 'cookie') checkCsrf(app.config, req);
+    },
     unauthorizedHandler: (c: Context) => {
       const results = Object.values(c.security ?? {}) as (AuthResult | undefined)[];
       const failure = results.find((r) => r && 'error' in r && isDependencyDown(r.error));
@@ -77,17 +85,12 @@ export function createRouter(app: AppContext, handlers: HandlerMap, pending: Rea
     const handler = handlers[op.operationId as keyof HandlerMap] as ((ctx: HandlerContext<any>) => any) | undefined;
     if (!handler || pending.has(op.operationId)) continue; // falls through to notImplemented → 501
     api.register(op.operationId, async (c: Context, { req, res }: Args) => {
-      const caller = callerOf(c);
-      if (caller) {
-        if (op.roles.includes('operator') && !caller.operator) throw problems.forbidden('Only operators may use /ops.');
-        if (caller.transport === 'cookie') checkCsrf(app.config, req);
-      }
       const reply = await handler({
         app,
         body: c.request.requestBody,
         params: c.validation?.coerced?.params ?? c.request.params,
         query: c.validation?.coerced?.query ?? c.request.query,
-        caller,
+        caller: res.locals.caller ?? null,
         requestId: res.locals.requestId,
         ip: req.ip ?? req.socket.remoteAddress ?? '',
         userAgent: req.get('user-agent') ?? null,

@@ -8,8 +8,10 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 export type Db = Knex;
 
-export function createDatabase(url: string, poolMax: number): Db {
+export function createDatabase(url: string, poolMax: number, logger?: Logger): Db {
+  const log = (level: 'warn' | 'error' | 'debug') => (message: unknown) => logger?.[level]('knex', { message: String(message) });
   return knex({
+    log: { warn: log('warn'), error: log('error'), debug: log('debug'), deprecate: log('warn') },
     client: 'pg',
     connection: { connectionString: url, connectionTimeoutMillis: 3_000, application_name: 'tenant-api' },
     // min 0: a pool that never holds a dead connection when the database restarts.

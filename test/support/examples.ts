@@ -25,9 +25,13 @@ function exampleOf(contract: Contract, holder: any): unknown {
 export function exampleRequest(contract: Contract, op: OperationInfo) {
   const raw = contract.document.paths[op.path][op.method];
   let url = op.path;
-  for (const p of (raw.parameters ?? []).map((x: any) => deref(contract, x))) {
+  const query = new URLSearchParams();
+  const params = [...(contract.document.paths[op.path].parameters ?? []), ...(raw.parameters ?? [])];
+  for (const p of params.map((x: any) => deref(contract, x))) {
     if (p.in === 'path') url = url.replace(`{${p.name}}`, encodeURIComponent(String(exampleOf(contract, p))));
+    if (p.in === 'query' && p.required) query.set(p.name, String(exampleOf(contract, p)));
   }
+  if ([...query].length) url += `?${query}`;
   const body = raw.requestBody ? deref(contract, raw.requestBody) : undefined;
   const contentType = body ? Object.keys(body.content)[0]! : undefined;
   return { url, contentType, body: body ? exampleOf(contract, body.content[contentType!]) : undefined, bodyRequired: !!body?.required };

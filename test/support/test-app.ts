@@ -52,7 +52,7 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     ...overrides,
   });
   const logger = createLogger(config.logLevel);
-  const db = createDatabase(config.databaseUrl!, 5);
+  const db = createDatabase(config.databaseUrl!, 5, logger);
   const redis = createRedis(config.redisUrl, logger);
   const clock = {
     now: new Date(),
@@ -76,7 +76,8 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     http: contractClient(server),
     clock,
     async close() {
-      await Promise.allSettled([db.destroy(), redis.quit()]);
+      ctx.redis.disconnect();
+      await ctx.db.destroy();
     },
   };
 }
