@@ -10,6 +10,7 @@ const PAGE = `<!doctype html>
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>Tenant API reference</title>
+    <link rel="icon" href="data:,">
   </head>
   <body>
     <redoc spec-url="/openapi.json" hide-download-button="false"></redoc>

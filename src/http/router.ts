@@ -28,13 +28,9 @@ export function createRouter(app: AppContext, handlers: HandlerMap, pending: Rea
     strict: true,
     coerceTypes: true,
     ajvOpts: { allErrors: true, strict: false },
-    customizeAjv: (_ajv, ajvOpts) => {
-      const ajv = new Ajv2020({ ...ajvOpts, allErrors: true, strict: false });
-      addFormats(ajv);
-      ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
-      ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
-      return ajv as any;
-    },
+    // One Ajv (draft 2020-12, with formats) per option set, shared by every validator:
+    // openapi-backend would otherwise build a fresh instance per operation (seconds at start-up).
+    customizeAjv: (_ajv, ajvOpts) => sharedAjv(ajvOpts) as any,
   });
 
   const operationInfo = (c: Context): OperationInfo => app.contract.operations.get(c.operation.operationId!)!;
@@ -110,6 +106,21 @@ export function createRouter(app: AppContext, handlers: HandlerMap, pending: Rea
       .handleRequest({ method: req.method, path: req.path, body: req.body, query: req.query as any, headers: req.headers as any }, { req, res })
       .catch((err: unknown) => next(err));
   };
+}
+
+const ajvInstances = new Map<string, Ajv2020>();
+
+function sharedAjv(opts: object): Ajv2020 {
+  const key = JSON.stringify(opts);
+  let ajv = ajvInstances.get(key);
+  if (!ajv) {
+    ajv = new Ajv2020({ ...opts, allErrors: true, strict: false });
+    addFormats(ajv);
+    ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
+    ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
+    ajvInstances.set(key, ajv);
+  }
+  return ajv;
 }
 
 function callerOf(c: Context) {
