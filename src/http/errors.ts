@@ -6,10 +6,8 @@ import { AppError, problems, sendProblem, toAppError } from './problem';
 function fromBodyParser(err: { type?: string; status?: number }): AppError | null {
   if (err.type === 'entity.too.large') return problems.payloadTooLarge();
   if (err.type === 'entity.parse.failed') return problems.malformedBody();
-  if (err.type && err.status === 400) return problems.malformedBody();
-  if (err.type === 'encoding.unsupported' || err.type === 'charset.unsupported') {
-    return new AppError('unsupported_media_type', 415, 'Unsupported body encoding or charset.');
-  }
+  // Anything else body-parser refuses (bad encoding or charset, aborted body) is a bad body too.
+  if (err.type) return new AppError('malformed_body', 400, 'The request body could not be read (unsupported encoding or charset, or incomplete).');
   return null;
 }
 

@@ -49,6 +49,11 @@ describe('POST /v1/echo', () => {
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   });
 
+  it('answers 400 malformed_body for a body in an unsupported charset', async () => {
+    const res = await t.http.post('/v1/echo').set('Content-Type', 'application/json; charset=latin1').send('{"message":"hi"}').expect(400);
+    expect(res.body.code).toBe('malformed_body');
+  });
+
   it('answers 413 payload_too_large above 1 MiB', async () => {
     const res = await t.http
       .post('/v1/echo')
