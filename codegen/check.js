@@ -7,7 +7,7 @@ const path = require('node:path');
 const root = path.resolve(__dirname, '..');
 const committed = path.join(root, 'codegen', 'api-types.ts');
 const fresh = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'codegen-')), 'api-types.ts');
-execFileSync(process.execPath, [require.resolve('openapi-typescript/bin/cli.js'), path.join(root, 'openapi.yaml'), '--output', fresh], {
+execFileSync(process.execPath, [path.join(root, 'node_modules', 'openapi-typescript', 'bin', 'cli.js'), path.join(root, 'openapi.yaml'), '--output', fresh], {
   stdio: ['ignore', 'ignore', 'inherit'],
 });
 if (!fs.existsSync(committed) || fs.readFileSync(committed, 'utf8') !== fs.readFileSync(fresh, 'utf8')) {
