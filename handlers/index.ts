@@ -6,8 +6,10 @@ import { echo } from './example/echo';
 import { getVersion } from './system/getVersion';
 import { getHealth } from './system/getHealth';
 import { getReadiness } from './system/getReadiness';
-import { getDocs, getDocsScript } from './system/docs';
-import { getOpenApiJson, getOpenApiYaml } from './system/openapi';
+import { getDocs } from './system/getDocs';
+import { getDocsScript } from './system/getDocsScript';
+import { getOpenApiYaml } from './system/getOpenApiYaml';
+import { getOpenApiJson } from './system/getOpenApiJson';
 
 export const handlers: HandlerMap = {
   ping,

@@ -1,6 +1,5 @@
 // /docs: Redoc rendering our own contract, with the Redoc bundle served from this service
 // (no CDN: it renders offline and under a strict Content-Security-Policy).
-import fs from 'node:fs';
 import type { Handler } from '../types';
 import { DOCS_CSP } from '../../src/http/security-headers';
 
@@ -19,15 +18,7 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-let script: string | undefined;
-
 export const getDocs: Handler<'getDocs'> = ({ res }) => {
   res.type('text/html; charset=utf-8');
   return { status: 200, body: PAGE, headers: { 'Content-Security-Policy': DOCS_CSP } };
-};
-
-export const getDocsScript: Handler<'getDocsScript'> = ({ res }) => {
-  script ??= fs.readFileSync(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8');
-  res.type('application/javascript; charset=utf-8');
-  return { status: 200, body: script, headers: { 'Cache-Control': 'public, max-age=3600' } };
 };
