@@ -59,6 +59,11 @@ async function serve(config: Config, logger: Logger): Promise<void> {
   const server = http.createServer(createApp(app));
   server.keepAliveTimeout = 65_000; // longer than common load balancer idle timeouts
   let stopping = false;
+  // Responses sent while stopping close their connection, so keep-alive clients cannot hold
+  // the shutdown open until it times out.
+  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (stopping) res.setHeader('Connection', 'close');
+  });
   void migrateWhenReachable(app, () => stopping);
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   logger.info('listening', {
@@ -78,10 +83,13 @@ async function serve(config: Config, logger: Logger): Promise<void> {
       process.exit(1);
     }, config.shutdownTimeoutMs);
     force.unref();
+    // In-flight requests got their headers before `stopping`; close their connections once idle.
+    const sweep = setInterval(() => server.closeIdleConnections(), 250);
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();
     });
+    clearInterval(sweep);
     await Promise.allSettled([db.destroy(), redis.quit().catch(() => redis.disconnect())]);
     if (embedded) await embedded.stop().catch(() => undefined);
     logger.info('stopped');

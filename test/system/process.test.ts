@@ -1,0 +1,384 @@
+// The real process, as an operator runs it: `tsx src/main.ts <command>` spawned with its own
+// environment. Covers the production config check, serve (logs, health, readiness, SIGTERM),
+// graceful shutdown with a request in flight, grant-operator, and a database down at start.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import knex from 'knex';
+import { adminDb, databaseUrl } from '../support/databases';
+
+// ---------------------------------------------------------------------------------------------
+// Helpers: processes, polling, HTTP, databases
+// ---------------------------------------------------------------------------------------------
+
+const ROOT = path.resolve(__dirname, '../..');
+const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+
+/** Settings the tests control; removed from the inherited environment unless set explicitly. */
+const CONTROLLED = ['NODE_ENV', 'DATABASE_URL', 'SESSION_SECRET', 'PUBLIC_BASE_URL', 'PORT', 'HOST', 'LOG_LEVEL', 'REDIS_PREFIX', 'OPERATOR_EMAILS'];
+
+interface Proc {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Parsed JSON lines of stdout (non-JSON lines are skipped). */
+  logs(): Record<string, any>[];
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running = new Set<Proc>();
+const sockets = new Set<net.Socket>();
+
+function start(args: string[], env: Record<string, string | undefined>): Proc {
+  const childEnv: Record<string, string | undefined> = { ...process.env };
+  for (const name of CONTROLLED) delete childEnv[name];
+  Object.assign(childEnv, env);
+  // detached: its own process group, so cleanup can kill tsx and the node process it starts.
+  const child = spawn(TSX, ['src/main.ts', ...args], { cwd: ROOT, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const proc: Proc = {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    logs: () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .flatMap((l) => {
+          try {
+            return [JSON.parse(l)];
+          } catch {
+            return [];
+          }
+        }),
+    exit,
+  };
+  running.add(proc);
+  void exit.then(() => running.delete(proc));
+  return proc;
+}
+
+/** Kills whatever a test left running (each child's whole process group) and closes open sockets. */
+async function killAll(): Promise<void> {
+  for (const socket of sockets) socket.destroy();
+  sockets.clear();
+  await Promise.all(
+    [...running].map(async (p) => {
+      try {
+        process.kill(-p.child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+      await withTimeout(p.exit, 5_000, 'killed child to exit').catch(() => undefined);
+    }),
+  );
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` until it returns a truthy value; throws after `ms`, with the process output. */
+async function waitFor<T>(what: string, check: () => T | Promise<T>, ms: number, proc?: Proc): Promise<NonNullable<T>> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value as NonNullable<T>;
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > deadline) {
+      const output = proc ? `\nstdout:\n${proc.stdout().slice(-3000)}\nstderr:\n${proc.stderr().slice(-3000)}` : '';
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${output}`);
+    }
+    await sleep(100);
+  }
+}
+
+const waitForLog = (proc: Proc, message: string, ms = 10_000) =>
+  waitFor(`log line "${message}"`, () => proc.logs().find((l) => l.message === message), ms, proc);
+
+/** A port nothing listens on right now: bind port 0, read it, close. */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: any;
+}
+
+/** One request on a fresh connection (no agent), bounded by a timeout. */
+function request(port: number, method: string, urlPath: string, opts: { headers?: Record<string, string>; body?: unknown } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: urlPath,
+        agent: false,
+        timeout: 5_000,
+        headers: { ...(payload ? { 'Content-Type': 'application/json' } : {}), ...opts.headers },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => (text += d));
+        res.on('end', () => {
+          let body: unknown = text;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            /* not JSON */
+          }
+          resolve({ status: res.statusCode!, headers: res.headers, body });
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${method} ${urlPath} timed out`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+const get = (port: number, urlPath: string, headers?: Record<string, string>) => request(port, 'GET', urlPath, { headers });
+
+/** Resolves with the connect error code, or null when the connection was accepted. */
+function tryConnect(port: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.setTimeout(2_000, () => {
+      socket.destroy();
+      resolve('timeout');
+    });
+    socket.on('connect', () => {
+      socket.destroy();
+      resolve(null);
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+/** A fresh database cloned from the migrated template of this run. */
+async function createDatabase(): Promise<string> {
+  const name = `${process.env.TEST_RUN_ID}_${randomBytes(4).toString('hex')}`;
+  const admin = adminDb();
+  try {
+    await admin.raw(`create database "${name}" template "${process.env.TEST_TEMPLATE_DB}"`);
+  } finally {
+    await admin.destroy();
+  }
+  return name;
+}
+
+async function dropDatabase(name: string): Promise<void> {
+  const admin = adminDb();
+  try {
+    await admin.raw(`drop database if exists "${name}" with (force)`);
+  } finally {
+    await admin.destroy();
+  }
+}
+
+/** Environment for `serve` on a free port of 127.0.0.1, with its own Redis key prefix. */
+async function serveEnv(databaseUrlValue: string): Promise<{ port: number; env: Record<string, string> }> {
+  const port = await freePort();
+  return {
+    port,
+    env: {
+      NODE_ENV: 'development',
+      DATABASE_URL: databaseUrlValue,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      REDIS_PREFIX: `test:process:${randomBytes(4).toString('hex')}:`,
+    },
+  };
+}
+
+async function stopWithSigterm(proc: Proc, ms = 10_000) {
+  proc.child.kill('SIGTERM'); // tsx relays it to the node process running main.ts
+  return withTimeout(proc.exit, ms, 'the process to exit after SIGTERM');
+}
+
+/**
+ * Starts `serve`, opens a keep-alive POST /v1/echo that has sent only half its body, sends SIGTERM
+ * and waits for the shutdown log line. `finishRequest` sends the rest and reads the response.
+ */
+async function sigtermDuringRequest() {
+  const { port, env } = await serveEnv(databaseUrl(dbName));
+  const proc = start(['serve'], env);
+  await waitFor('GET /readyz 200', async () => (await get(port, '/readyz')).status === 200, 20_000, proc);
+
+  const body = JSON.stringify({ message: 'still in flight' });
+  const socket = net.connect(port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  sockets.add(socket);
+  let raw = '';
+  socket.setEncoding('utf8').on('data', (d: string) => (raw += d));
+  socket.write(
+    `POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\nContent-Type: application/json\r\n` +
+      `X-Request-Id: req_processtest_inflight\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n` +
+      body.slice(0, 10),
+  );
+  await sleep(200); // the server has parsed the headers: the request is in flight
+
+  proc.child.kill('SIGTERM');
+  await waitForLog(proc, 'shutting down: no new connections, finishing in-flight requests', 5_000);
+
+  const finishRequest = async (): Promise<Answer> => {
+    socket.write(body.slice(10));
+    const text = await waitFor('the echo response', () => (/\r\n\r\n\{[\s\S]*\}$/.test(raw) ? raw : null), 5_000, proc);
+    const [head, payload] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
+    const headers = Object.fromEntries(head.split('\r\n').slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    return { status: Number(head.split(' ')[1]), headers, body: JSON.parse(payload) };
+  };
+  return { proc, port, socket, finishRequest };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+let dbName: string;
+beforeAll(async () => {
+  dbName = await createDatabase();
+});
+afterEach(killAll);
+afterAll(async () => {
+  await killAll();
+  if (dbName) await dropDatabase(dbName);
+});
+
+describe('production configuration check', () => {
+  it('exits 1 naming every missing setting', async () => {
+    const proc = start(['serve'], { NODE_ENV: 'production' });
+    const { code } = await withTimeout(proc.exit, 15_000, 'the process to exit');
+    expect(code).toBe(1);
+    expect(proc.stderr()).toContain('Missing required configuration in production');
+    for (const name of ['DATABASE_URL', 'SESSION_SECRET', 'PUBLIC_BASE_URL']) expect(proc.stderr()).toContain(name);
+  });
+});
+
+describe('serve', () => {
+  it('answers health and readiness, logs JSON request lines, and stops on SIGTERM', async () => {
+    const { port, env } = await serveEnv(databaseUrl(dbName));
+    const proc = start(['serve'], env);
+    await waitFor('GET /healthz 200', async () => (await get(port, '/healthz')).status === 200, 15_000, proc);
+    await waitFor('GET /readyz 200', async () => (await get(port, '/readyz')).status === 200, 10_000, proc);
+
+    const ping = await get(port, '/v1/ping', { 'X-Request-Id': 'req_processtest_1234' });
+    expect(ping.status).toBe(200);
+    expect(ping.headers['x-request-id']).toBe('req_processtest_1234');
+
+    const line = await waitFor(
+      'the request log line',
+      () => proc.logs().find((l) => l.message === 'request' && l.request_id === 'req_processtest_1234'),
+      5_000,
+      proc,
+    );
+    expect(line).toMatchObject({ level: 'info', method: 'GET', route: '/v1/ping', status: 200, request_id: 'req_processtest_1234' });
+    expect(typeof line.duration_ms).toBe('number');
+    expect(proc.logs().find((l) => l.message === 'listening')).toMatchObject({ url: `http://127.0.0.1:${port}` });
+    // Every non-empty stdout line is JSON.
+    const lines = proc.stdout().split('\n').filter(Boolean);
+    expect(proc.logs()).toHaveLength(lines.length);
+
+    const { code } = await stopWithSigterm(proc);
+    expect(code).toBe(0);
+    expect(proc.logs().map((l) => l.message)).toContain('stopped');
+  });
+
+  it('finishes an in-flight request on SIGTERM, refuses new connections, then exits 0', async () => {
+    const { proc, port, socket, finishRequest } = await sigtermDuringRequest();
+    expect(proc.child.exitCode).toBeNull(); // still waiting for our request
+
+    // The listening socket is closed: new connections are refused.
+    expect(await tryConnect(port)).toBe('ECONNREFUSED');
+
+    const response = await finishRequest();
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ message: 'still in flight', request_id: 'req_processtest_inflight' });
+
+    socket.end(); // the client is done with its connection
+    const { code } = await withTimeout(proc.exit, 5_000, 'the process to exit after the in-flight request');
+    expect(code).toBe(0);
+    expect(proc.logs().map((l) => l.message)).toContain('stopped');
+  });
+
+  // A keep-alive client (agent, load balancer) must not hold the shutdown open until it times out.
+  it('exits 0 promptly even when the client keeps its keep-alive connection open', async () => {
+    const { proc, finishRequest } = await sigtermDuringRequest();
+    expect((await finishRequest()).status).toBe(200);
+    const { code } = await withTimeout(proc.exit, 5_000, 'the process to exit with an idle keep-alive connection open');
+    expect(code).toBe(0);
+  });
+});
+
+describe('grant-operator', () => {
+  it('exits 1 for an unknown email, and grants the role to an existing account ignoring case', async () => {
+    const env = { NODE_ENV: 'development', DATABASE_URL: databaseUrl(dbName), LOG_LEVEL: 'info' };
+    const unknown = start(['grant-operator', 'nobody@example.com'], env);
+    expect((await withTimeout(unknown.exit, 15_000, 'grant-operator to exit')).code).toBe(1);
+    expect(unknown.stderr()).toContain('No account with the email nobody@example.com');
+
+    const userDb = knex({ client: 'pg', connection: databaseUrl(dbName), pool: { min: 0, max: 1 } });
+    try {
+      await userDb.raw(`insert into users (id, email) values ('usr_01jd8x4k3m5n6p7q8r9s0t1v2w', 'ops@example.com')`);
+      const granted = start(['grant-operator', 'OPS@example.com'], env);
+      const { code } = await withTimeout(granted.exit, 15_000, 'grant-operator to exit');
+      expect({ code, stderr: granted.stderr() }).toEqual({ code: 0, stderr: '' });
+      expect(granted.logs().find((l) => l.message === 'operator granted')).toMatchObject({ email: 'OPS@example.com' });
+      const row = await userDb('users').where({ id: 'usr_01jd8x4k3m5n6p7q8r9s0t1v2w' }).first();
+      expect(row.is_operator).toBe(true);
+    } finally {
+      await userDb.destroy();
+    }
+  });
+});
+
+describe('serve with the database down at start', () => {
+  it('stays up, logs the outage, answers health and ping, is not ready, and stops on SIGTERM', async () => {
+    const { port, env } = await serveEnv(`postgres://postgres@127.0.0.1:${await freePort()}/none`);
+    const proc = start(['serve'], env);
+    await waitForLog(proc, 'listening', 15_000);
+    const outage = await waitForLog(proc, 'database unreachable; requests that need it answer 503 until it is back', 5_000);
+    expect(outage).toMatchObject({ level: 'error' });
+    expect(outage.error).toMatch(/ECONNREFUSED|connect/i);
+
+    await sleep(3_000);
+    expect(proc.child.exitCode).toBeNull();
+    expect(proc.child.signalCode).toBeNull();
+
+    expect((await get(port, '/healthz')).status).toBe(200);
+    expect((await get(port, '/v1/ping')).status).toBe(200);
+    const ready = await get(port, '/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks.database.ok).toBe(false);
+
+    const { code } = await stopWithSigterm(proc);
+    expect(code).toBe(0);
+    expect(proc.logs().map((l) => l.message)).toContain('stopped');
+  });
+});
