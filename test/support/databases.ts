@@ -1,4 +1,5 @@
 // Test databases on the real PostgreSQL: one migrated template per run, cloned per test file.
+import { randomBytes } from 'node:crypto';
 import knex from 'knex';
 
 export const adminUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -12,3 +13,21 @@ export function databaseUrl(name: string): string {
 export function adminDb() {
   return knex({ client: 'pg', connection: adminUrl(), pool: { min: 0, max: 1 } });
 }
+
+async function asAdmin(sql: string): Promise<void> {
+  const admin = adminDb();
+  try {
+    await admin.raw(sql);
+  } finally {
+    await admin.destroy();
+  }
+}
+
+/** A fresh database cloned from this run's migrated template; returns its name. */
+export async function cloneTemplateDatabase(): Promise<string> {
+  const name = `${process.env.TEST_RUN_ID}_${randomBytes(4).toString('hex')}`;
+  await asAdmin(`create database "${name}" template "${process.env.TEST_TEMPLATE_DB}"`);
+  return name;
+}
+
+export const dropDatabase = (name: string) => asAdmin(`drop database if exists "${name}" with (force)`);

@@ -1,10 +1,9 @@
 // A real application for one test file: its own database cloned from the migrated template,
 // the real Redis under its own key prefix, and an HTTP client that checks every response
 // against openapi.yaml.
-import { randomBytes } from 'node:crypto';
 import supertest from 'supertest';
 import type { Express } from 'express';
-import { adminDb, databaseUrl } from './databases';
+import { cloneTemplateDatabase, databaseUrl, dropDatabase } from './databases';
 import { assertMatchesContract } from './contract-validator';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -36,13 +35,7 @@ export function contractClient(server: Express): ContractClient {
 }
 
 export async function startTestApp(overrides: Partial<Record<string, string>> = {}): Promise<TestApp> {
-  const name = `${process.env.TEST_RUN_ID}_${randomBytes(4).toString('hex')}`;
-  const admin = adminDb();
-  try {
-    await admin.raw(`create database "${name}" template "${process.env.TEST_TEMPLATE_DB}"`);
-  } finally {
-    await admin.destroy();
-  }
+  const name = await cloneTemplateDatabase();
   const config: Config = loadConfig({
     NODE_ENV: 'test',
     DATABASE_URL: databaseUrl(name),
@@ -78,6 +71,7 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     async close() {
       ctx.redis.disconnect();
       await ctx.db.destroy();
+      await dropDatabase(name);
     },
   };
 }

@@ -7,7 +7,8 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import knex from 'knex';
-import { adminDb, databaseUrl } from '../support/databases';
+import { cloneTemplateDatabase, databaseUrl, dropDatabase } from '../support/databases';
+import { freePort } from '../support/ports';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers: processes, polling, HTTP, databases
@@ -115,15 +116,6 @@ async function waitFor<T>(what: string, check: () => T | Promise<T>, ms: number,
 const waitForLog = (proc: Proc, message: string, ms = 10_000) =>
   waitFor(`log line "${message}"`, () => proc.logs().find((l) => l.message === message), ms, proc);
 
-/** A port nothing listens on right now: bind port 0, read it, close. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
 interface Answer {
   status: number;
   headers: http.IncomingHttpHeaders;
@@ -180,27 +172,6 @@ function tryConnect(port: number): Promise<string | null> {
     });
     socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
   });
-}
-
-/** A fresh database cloned from the migrated template of this run. */
-async function createDatabase(): Promise<string> {
-  const name = `${process.env.TEST_RUN_ID}_${randomBytes(4).toString('hex')}`;
-  const admin = adminDb();
-  try {
-    await admin.raw(`create database "${name}" template "${process.env.TEST_TEMPLATE_DB}"`);
-  } finally {
-    await admin.destroy();
-  }
-  return name;
-}
-
-async function dropDatabase(name: string): Promise<void> {
-  const admin = adminDb();
-  try {
-    await admin.raw(`drop database if exists "${name}" with (force)`);
-  } finally {
-    await admin.destroy();
-  }
 }
 
 /** Environment for `serve` on a free port of 127.0.0.1, with its own Redis key prefix. */
@@ -263,7 +234,7 @@ async function sigtermDuringRequest() {
 
 let dbName: string;
 beforeAll(async () => {
-  dbName = await createDatabase();
+  dbName = await cloneTemplateDatabase();
 });
 afterEach(killAll);
 afterAll(async () => {

@@ -1,21 +1,12 @@
-import net from 'node:net';
 import { startTestApp, type TestApp } from '../support/test-app';
+import { freePort } from '../support/ports';
 import { signedInUser } from '../support/users';
 import { createDatabase } from '../../src/platform/database';
-
-/** A port nothing listens on: bind, read the port, close. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 describe('with Redis unreachable', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
+    t = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
   });
   afterAll(() => t.close());
 
@@ -39,7 +30,7 @@ describe('with the database unreachable', () => {
   it('answers 503 unavailable, not 500, on operations that need it', async () => {
     const user = await signedInUser(t.ctx, { operator: true });
     await t.ctx.db.destroy();
-    t.ctx.db = createDatabase(`postgres://postgres@127.0.0.1:${await closedPort()}/none`, 1);
+    t.ctx.db = createDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/none`, 1);
     const res = await t.http.get('/ops/jobs/runs').set('Authorization', user.auth).expect(503);
     expect(res.body).toMatchObject({ code: 'unavailable' });
     expect(res.headers['retry-after']).toBeDefined();
