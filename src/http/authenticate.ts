@@ -24,13 +24,13 @@ async function resolve(app: AppContext, token: string | undefined, transport: Ca
   }
 }
 
-export function authenticateBearer({ app }: { app: AppContext }, req: Request): Promise<AuthResult> {
+export function authenticateBearer(app: AppContext, req: Request): Promise<AuthResult> {
   const header = req.headers.authorization;
   const token = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
   return resolve(app, token, 'bearer');
 }
 
-export function authenticateCookie({ app }: { app: AppContext }, req: Request): Promise<AuthResult> {
+export function authenticateCookie(app: AppContext, req: Request): Promise<AuthResult> {
   const token = (req.cookies as Record<string, string> | undefined)?.[sessionCookieName(app.config)];
   return resolve(app, token, 'cookie');
 }

@@ -73,9 +73,8 @@ export function createRouter(app: AppContext, handlers: HandlerMap, pending: Rea
     },
   });
 
-  const auth = { app };
-  api.registerSecurityHandler('bearerAuth', (c: Context, { req }: Args) => authenticateBearer(auth, req));
-  api.registerSecurityHandler('sessionCookie', (c: Context, { req }: Args) => authenticateCookie(auth, req));
+  api.registerSecurityHandler('bearerAuth', (_c: Context, { req }: Args) => authenticateBearer(app, req));
+  api.registerSecurityHandler('sessionCookie', (_c: Context, { req }: Args) => authenticateCookie(app, req));
 
   for (const op of app.contract.operations.values()) {
     const handler = handlers[op.operationId as keyof HandlerMap] as ((ctx: HandlerContext<any>) => any) | undefined;
