@@ -1,0 +1,72 @@
+// Request validation runs before any handler (pending ones too) and names every offending part.
+import { startTestApp, type TestApp } from '../support/test-app';
+import { signedInUser } from '../support/users';
+
+let t: TestApp;
+let auth: string;
+let operatorAuth: string;
+beforeAll(async () => {
+  t = await startTestApp();
+  auth = (await signedInUser(t.ctx)).auth;
+  operatorAuth = (await signedInUser(t.ctx, { operator: true })).auth;
+});
+afterAll(() => t.close());
+
+const errorsOf = (res: { body: { code: string; errors: unknown[] } }) => {
+  expect(res.body.code).toBe('validation_failed');
+  return res.body.errors;
+};
+
+it('a 17-character authenticator code is located at body.code (spec 8: maxLength 16)', async () => {
+  const res = await t.http.post('/v1/auth/mfa/recovery-codes').set('Authorization', auth).send({ code: '1'.repeat(17) }).expect(422);
+  expect(errorsOf(res)).toEqual([{ location: 'body.code', message: 'must NOT have more than 16 characters' }]);
+});
+
+it('locates nested fields with dots (body.passkey.ceremony_token)', async () => {
+  const res = await t.http
+    .post('/v1/auth/mfa/recovery-codes')
+    .set('Authorization', auth)
+    .send({ passkey: { ceremony_token: 'x'.repeat(257), credential: { id: 'a', rawId: 'a', type: 'public-key', response: {} } } })
+    .expect(422);
+  expect(errorsOf(res)).toContainEqual({ location: 'body.passkey.ceremony_token', message: 'must NOT have more than 256 characters' });
+});
+
+it('enforces the id_token and nonce limits of the native social sign-in', async () => {
+  const res = await t.http.post('/v1/auth/provider_a/token').send({ id_token: 'x'.repeat(16385), nonce: 'n'.repeat(257), transport: 'carrier-pigeon' }).expect(422);
+  expect(errorsOf(res)).toEqual(
+    expect.arrayContaining([
+      { location: 'body.id_token', message: 'must NOT have more than 16384 characters' },
+      { location: 'body.nonce', message: 'must NOT have more than 256 characters' },
+      expect.objectContaining({ location: 'body.transport' }),
+    ]),
+  );
+});
+
+it('checks the email format of the test mail recipient', async () => {
+  const res = await t.http.post('/ops/mail/test').set('Authorization', operatorAuth).send({ to: 'not an email' }).expect(422);
+  expect(errorsOf(res)).toEqual([{ location: 'body.to', message: 'must match format "email"' }]);
+  const long = await t.http.post('/ops/mail/test').set('Authorization', operatorAuth).send({ to: `${'a'.repeat(250)}@example.com` }).expect(422);
+  expect(errorsOf(long)).toContainEqual({ location: 'body.to', message: 'must NOT have more than 254 characters' });
+});
+
+it('locates query and path parameters', async () => {
+  const query = await t.http.get('/ops/jobs/runs?limit=500&state=sleeping').set('Authorization', operatorAuth).expect(422);
+  expect(errorsOf(query)).toEqual(
+    expect.arrayContaining([
+      { location: 'query.limit', message: 'must be <= 200' },
+      expect.objectContaining({ location: 'query.state' }),
+    ]),
+  );
+  const path = await t.http.post('/ops/jobs/runs/abc/retry').set('Authorization', operatorAuth).expect(422);
+  expect(errorsOf(path)).toContainEqual({ location: 'path.id', message: 'must be integer' });
+});
+
+it('requires the version and reason of a definition reset (spec 4.4)', async () => {
+  const res = await t.http.delete('/ops/jobs/definitions/service.mail.send').set('Authorization', operatorAuth).send({ version: 'one' }).expect(422);
+  expect(errorsOf(res)).toEqual(
+    expect.arrayContaining([
+      { location: 'body.version', message: 'must be integer' },
+      { location: 'body.reason', message: 'is required' },
+    ]),
+  );
+});
