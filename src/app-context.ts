@@ -3,6 +3,8 @@ import type { Logger } from './logger';
 import type { Db } from './platform/database';
 import type { RedisClient } from './platform/redis';
 import type { Contract } from './http/contract';
+import type { JobSystem } from './jobs/system';
+import type { Mailer } from './mail/mailer';
 
 /** Everything a request or job needs, built once by the composition root (src/main.ts or a test). */
 export interface AppContext {
@@ -11,6 +13,8 @@ export interface AppContext {
   db: Db;
   redis: RedisClient;
   contract: Contract;
+  jobs: JobSystem<AppContext>;
+  mailer: Mailer;
   /** Injectable clock: tests move time instead of waiting. */
   now: () => Date;
   state: {

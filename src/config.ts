@@ -35,6 +35,9 @@ export interface Config {
   sessionSecret: string | null;
   session: { idleTimeoutSeconds: number; absoluteLifetimeSeconds: number };
   operatorEmails: string[];
+  mail: { smtpUrl: string | null; from: string };
+  /** Run job workers in this process (the API); `worker` mode runs them without HTTP. */
+  runWorkers: boolean;
   shutdownTimeoutMs: number;
   build: { version: string; commit: string; builtAt: string | null };
 }
@@ -89,6 +92,8 @@ export function loadConfig(env: Env = process.env): Config {
       absoluteLifetimeSeconds: int(env, 'SESSION_ABSOLUTE_LIFETIME_SECONDS', 90 * 24 * 3600),
     },
     operatorEmails: list(env.OPERATOR_EMAILS).map((e) => e.toLowerCase()),
+    mail: { smtpUrl: env.SMTP_URL || null, from: env.MAIL_FROM || 'Tenant API <no-reply@localhost>' },
+    runWorkers: env.RUN_WORKERS !== 'false',
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
     build: {
       version: env.BUILD_VERSION || readPackageVersion(),

@@ -8,7 +8,7 @@ import { createLogger, type Logger } from './logger';
 import { createDatabase, migrateLatest, type Db } from './platform/database';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
 import { createRedis, redactUrl } from './platform/redis';
-import { loadContract } from './http/contract';
+import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
 import { grantOperator, grantOperatorsByEmail } from './accounts/store';
 import type { AppContext } from './app-context';
@@ -47,15 +47,7 @@ async function migrateWhenReachable(app: AppContext, stopped: () => boolean): Pr
 async function serve(config: Config, logger: Logger): Promise<void> {
   const { db, embedded } = await openDatabase(config, logger);
   const redis = createRedis(config.redisUrl, logger);
-  const app: AppContext = {
-    config,
-    logger,
-    db,
-    redis,
-    contract: loadContract(),
-    now: () => new Date(),
-    state: { databaseReady: false },
-  };
+  const app = buildAppContext({ config, logger, db, redis });
   const server = http.createServer(createApp(app));
   server.keepAliveTimeout = 65_000; // longer than common load balancer idle timeouts
   let stopping = false;

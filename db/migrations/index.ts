@@ -3,9 +3,11 @@
 // Forward-only in production; each file keeps a `down` for local development.
 import type { Knex } from 'knex';
 import * as usersAndSessions from './20261122000000_users_and_sessions';
+import * as auditJobsMail from './20261122010000_audit_jobs_mail';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
+  '20261122010000_audit_jobs_mail': auditJobsMail,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

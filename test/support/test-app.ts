@@ -9,7 +9,8 @@ import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { createDatabase } from '../../src/platform/database';
 import { createRedis } from '../../src/platform/redis';
-import { loadContract } from '../../src/http/contract';
+import { buildAppContext } from '../../src/app-context-factory';
+import type { JobKind } from '../../src/jobs/kinds';
 import { createApp } from '../../src/app';
 import type { AppContext } from '../../src/app-context';
 
@@ -34,7 +35,14 @@ export function contractClient(server: Express): ContractClient {
   return { get: make('get'), post: make('post'), put: make('put'), patch: make('patch'), delete: make('delete'), head: make('head'), options: make('options') };
 }
 
-export async function startTestApp(overrides: Partial<Record<string, string>> = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  /** Start the job workers, sweeper and schedules (off by default: most tests only need HTTP). */
+  workers?: boolean;
+  /** Extra job kinds for the test (e.g. one that sleeps or fails). */
+  jobKinds?: JobKind<AppContext>[];
+}
+
+export async function startTestApp(overrides: Partial<Record<string, string>> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const name = await cloneTemplateDatabase();
   const config: Config = loadConfig({
     NODE_ENV: 'test',
@@ -53,15 +61,9 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
       this.now = new Date(this.now.getTime() + ms);
     },
   };
-  const ctx: AppContext = {
-    config,
-    logger,
-    db,
-    redis,
-    contract: loadContract(),
-    now: () => clock.now,
-    state: { databaseReady: true },
-  };
+  const ctx = buildAppContext({ config, logger, db, redis, now: () => clock.now, extraJobKinds: options.jobKinds });
+  ctx.state.databaseReady = true;
+  if (options.workers) await ctx.jobs.start();
   const server = createApp(ctx);
   return {
     ctx,
@@ -69,6 +71,8 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     http: contractClient(server),
     clock,
     async close() {
+      await ctx.jobs.stop();
+      ctx.mailer.close();
       ctx.redis.disconnect();
       await ctx.db.destroy();
       await dropDatabase(name);

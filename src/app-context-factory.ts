@@ -1,0 +1,42 @@
+import type { AppContext } from './app-context';
+import type { Config } from './config';
+import type { Logger } from './logger';
+import type { Db } from './platform/database';
+import type { RedisClient } from './platform/redis';
+import { loadContract } from './http/contract';
+import { JobSystem } from './jobs/system';
+import { JobRegistry, type JobKind } from './jobs/kinds';
+import { jobKinds } from './jobs/catalog';
+import { Mailer } from './mail/mailer';
+
+/** Builds the context every request and job runs with. Tests pass extra job kinds and a clock. */
+export function buildAppContext(parts: {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  redis: RedisClient;
+  now?: () => Date;
+  extraJobKinds?: JobKind<AppContext>[];
+}): AppContext {
+  const now = parts.now ?? (() => new Date());
+  const app = {
+    config: parts.config,
+    logger: parts.logger,
+    db: parts.db,
+    redis: parts.redis,
+    contract: loadContract(),
+    mailer: new Mailer(parts.config.mail, parts.logger),
+    now,
+    state: { databaseReady: false },
+  } as Omit<AppContext, 'jobs'> as AppContext;
+  app.jobs = new JobSystem<AppContext>({
+    db: parts.db,
+    redisUrl: parts.config.redisUrl,
+    prefix: `${parts.config.redisPrefix}bull`,
+    registry: new JobRegistry([...jobKinds, ...(parts.extraJobKinds ?? [])]),
+    services: () => app,
+    logger: parts.logger,
+    now,
+  });
+  return app;
+}

@@ -1,0 +1,45 @@
+// Job kinds are declared in code: a name, default configuration and a handler.
+import type { Logger } from '../logger';
+import type { JobConfig } from './config';
+
+export interface JobRunInfo {
+  id: number;
+  kind: string;
+  attempt: number;
+}
+
+export interface JobContext<Services> {
+  services: Services;
+  run: JobRunInfo;
+  /** Aborted on cancel and on timeout: long work must check it (or pass it on) and stop. */
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+export interface JobKind<Services = unknown, Payload = any> {
+  name: string;
+  description: string;
+  defaults: JobConfig;
+  /** True when runs need a payload from the application (cannot be run empty or scheduled). */
+  needsPayload: boolean;
+  handle(payload: Payload, ctx: JobContext<Services>): Promise<void>;
+}
+
+export class JobRegistry<Services> {
+  private readonly kinds = new Map<string, JobKind<Services>>();
+
+  constructor(kinds: JobKind<Services>[]) {
+    for (const kind of kinds) {
+      if (this.kinds.has(kind.name)) throw new Error(`job kind ${kind.name} declared twice`);
+      this.kinds.set(kind.name, kind);
+    }
+  }
+
+  get(name: string): JobKind<Services> | undefined {
+    return this.kinds.get(name);
+  }
+
+  all(): JobKind<Services>[] {
+    return [...this.kinds.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+}

@@ -1,0 +1,230 @@
+// job_runs: the only file with SQL for runs. Every state change is a conditional update, so two
+// instances (or a worker and an operator) can never both move a run from the same state.
+import type { Knex } from 'knex';
+import type { ActorKind } from '../audit/store';
+
+export type JobState = 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded';
+export const JOB_STATES: JobState[] = ['scheduled', 'available', 'running', 'retryable', 'completed', 'cancelled', 'discarded'];
+export const WAITING_STATES: JobState[] = ['scheduled', 'available', 'retryable'];
+export const FINAL_STATES: JobState[] = ['completed', 'cancelled', 'discarded'];
+
+export interface JobRunError {
+  at: string;
+  attempt: number;
+  message: string;
+}
+
+export interface JobRun {
+  id: number;
+  kind: string;
+  queue: string;
+  priority: number;
+  state: JobState;
+  attempt: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  payload: Record<string, unknown>;
+  errors: JobRunError[];
+  createdAt: Date;
+  scheduledAt: Date;
+  attemptedAt: Date | null;
+  finalizedAt: Date | null;
+  handedOverAt: Date | null;
+  actorKind: ActorKind;
+  actorId: string | null;
+  requestId: string | null;
+}
+
+type Db = Knex | Knex.Transaction;
+
+function toRun(row: any): JobRun {
+  return {
+    id: Number(row.id),
+    kind: row.kind,
+    queue: row.queue,
+    priority: row.priority,
+    state: row.state,
+    attempt: row.attempt,
+    maxAttempts: row.max_attempts,
+    timeoutMs: row.timeout_ms,
+    payload: row.payload,
+    errors: row.errors,
+    createdAt: row.created_at,
+    scheduledAt: row.scheduled_at,
+    attemptedAt: row.attempted_at,
+    finalizedAt: row.finalized_at,
+    handedOverAt: row.handed_over_at,
+    actorKind: row.actor_kind,
+    actorId: row.actor_id,
+    requestId: row.request_id,
+  };
+}
+
+export interface NewRun {
+  kind: string;
+  queue: string;
+  priority: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  payload: Record<string, unknown>;
+  scheduledAt: Date;
+  now: Date;
+  actorKind: ActorKind;
+  actorId: string | null;
+  requestId: string | null;
+}
+
+export async function insertRun(db: Db, run: NewRun): Promise<JobRun> {
+  const [row] = await db('job_runs')
+    .insert({
+      kind: run.kind,
+      queue: run.queue,
+      priority: run.priority,
+      state: run.scheduledAt > run.now ? 'scheduled' : 'available',
+      max_attempts: run.maxAttempts,
+      timeout_ms: run.timeoutMs,
+      payload: JSON.stringify(run.payload),
+      created_at: run.now,
+      scheduled_at: run.scheduledAt,
+      actor_kind: run.actorKind,
+      actor_id: run.actorId,
+      request_id: run.requestId,
+    })
+    .returning('*');
+  return toRun(row);
+}
+
+export async function getRun(db: Db, id: number): Promise<JobRun | null> {
+  const row = await db('job_runs').where({ id }).first();
+  return row ? toRun(row) : null;
+}
+
+export async function markHandedOver(db: Db, ids: number[], now: Date): Promise<void> {
+  if (ids.length) await db('job_runs').whereIn('id', ids).whereNull('handed_over_at').update({ handed_over_at: now });
+}
+
+/** Runs committed but never handed to BullMQ (Redis was down, or the process died in between). */
+export async function findNotHandedOver(db: Db, olderThan: Date, limit: number): Promise<JobRun[]> {
+  const rows = await db('job_runs')
+    .whereNull('handed_over_at')
+    .whereIn('state', ['scheduled', 'available'])
+    .where('created_at', '<', olderThan)
+    .orderBy('id')
+    .limit(limit);
+  return rows.map(toRun);
+}
+
+/**
+ * Starts an attempt. A run found `running` was abandoned by a worker that stopped (BullMQ hands a
+ * stalled job to another worker): that attempt is recorded as failed first.
+ */
+export async function startAttempt(db: Db, id: number, now: Date): Promise<JobRun | null> {
+  const stalled = { at: now.toISOString(), message: 'the worker running this attempt stopped before it finished' };
+  const [row] = await db('job_runs')
+    .where({ id })
+    .whereIn('state', ['scheduled', 'available', 'retryable', 'running'])
+    .update({
+      errors: db.raw(
+        "case when state = 'running' then errors || jsonb_build_array(jsonb_build_object('at', ?::text, 'attempt', attempt, 'message', ?::text)) else errors end",
+        [stalled.at, stalled.message],
+      ),
+      state: 'running',
+      attempt: db.raw('attempt + 1'),
+      attempted_at: now,
+    })
+    .returning('*');
+  return row ? toRun(row) : null;
+}
+
+export async function completeRun(db: Db, id: number, now: Date): Promise<JobRun | null> {
+  const [row] = await db('job_runs').where({ id, state: 'running' }).update({ state: 'completed', finalized_at: now }).returning('*');
+  return row ? toRun(row) : null;
+}
+
+/** Records a failed attempt: `retryable` at `retryAt`, or `discarded` when attempts are spent. */
+export async function failAttempt(db: Db, id: number, error: JobRunError, retryAt: Date | null): Promise<JobRun | null> {
+  const [row] = await db('job_runs')
+    .where({ id, state: 'running' })
+    .update({
+      errors: db.raw('errors || ?::jsonb', [JSON.stringify([error])]),
+      state: retryAt ? 'retryable' : 'discarded',
+      scheduled_at: retryAt ?? db.raw('scheduled_at'),
+      finalized_at: retryAt ? null : error.at,
+    })
+    .returning('*');
+  return row ? toRun(row) : null;
+}
+
+/** Cancels a run in one of `from`; null when it was in none of them (it moved on meanwhile). */
+export async function cancelRun(db: Db, id: number, from: JobState[], now: Date): Promise<JobRun | null> {
+  const [row] = await db('job_runs').where({ id }).whereIn('state', from).update({ state: 'cancelled', finalized_at: now }).returning('*');
+  return row ? toRun(row) : null;
+}
+
+/** Makes a waiting or finalized run available now, keeping its attempts (one more if they are spent). */
+export async function makeAvailable(db: Db, id: number, now: Date): Promise<JobRun | null> {
+  const [row] = await db('job_runs')
+    .where({ id })
+    .whereIn('state', ['scheduled', 'retryable', 'completed', 'cancelled', 'discarded'])
+    .update({
+      state: 'available',
+      scheduled_at: now,
+      finalized_at: null,
+      max_attempts: db.raw('greatest(max_attempts, attempt + 1)'),
+      // Finalized runs left BullMQ: they must be handed over again.
+      handed_over_at: db.raw("case when state in ('completed','cancelled','discarded') then null else handed_over_at end"),
+    })
+    .returning('*');
+  return row ? toRun(row) : null;
+}
+
+export interface RunFilter {
+  kind?: string;
+  state?: JobState;
+  queue?: string;
+  /** Only runs with a smaller id (the cursor of newest-first pages). */
+  beforeId?: number;
+}
+
+export async function listRuns(db: Db, filter: RunFilter, limit: number): Promise<JobRun[]> {
+  const q = db('job_runs').orderBy('id', 'desc').limit(limit);
+  if (filter.kind) q.where('kind', filter.kind);
+  if (filter.state) q.where('state', filter.state);
+  if (filter.queue) q.where('queue', filter.queue);
+  if (filter.beforeId) q.where('id', '<', filter.beforeId);
+  return (await q).map(toRun);
+}
+
+export async function lastRunOfKind(db: Db, kind: string): Promise<JobRun | null> {
+  const row = await db('job_runs').where({ kind }).orderBy('id', 'desc').first();
+  return row ? toRun(row) : null;
+}
+
+export async function countByKindAndState(db: Db): Promise<{ kind: string; state: JobState; count: number }[]> {
+  return db('job_runs').select('kind', 'state').count<{ kind: string; state: JobState; count: number }[]>('* as count').groupBy('kind', 'state');
+}
+
+export async function oldestWaitingSince(db: Db): Promise<Date | null> {
+  const row = await db('job_runs').where('state', 'available').min<{ min: Date | null }>('scheduled_at as min').first();
+  return row?.min ?? null;
+}
+
+export async function failuresSince(db: Db, since: Date): Promise<number> {
+  const row = await db('job_runs')
+    .where('attempted_at', '>=', since)
+    .select(db.raw("coalesce(sum((select count(*) from jsonb_array_elements(errors) e where (e->>'at')::timestamptz >= ?)), 0)::int as n", [since]))
+    .first();
+  return Number((row as { n?: number } | undefined)?.n ?? 0);
+}
+
+/** Deletes finalized runs older than `before`, `batch` rows at a time; returns how many. */
+export async function deleteFinalizedBefore(db: Knex, before: Date, batch: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await db('job_runs')
+      .whereIn('id', db('job_runs').select('id').whereNotNull('finalized_at').where('finalized_at', '<', before).limit(batch))
+      .delete();
+    total += n;
+    if (n < batch) return total;
+  }
+}

@@ -1,0 +1,324 @@
+// The job system: BullMQ queues and workers, mirrored in Postgres (job_runs is what /ops shows).
+//
+// Enqueueing writes the job_runs row inside the caller's transaction (an outbox); after commit the
+// row is handed to BullMQ with the run id as the BullMQ job id. A sweeper hands over rows that never
+// were (Redis down, process killed in between); BullMQ ignores an add whose job id it already holds,
+// and a worker only starts a run whose row is still waiting, so every run executes exactly once.
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import Redis from 'ioredis';
+import type { Knex } from 'knex';
+import type { Logger } from '../logger';
+import type { Actor, RequestMeta } from '../audit/store';
+import { nextCronTime, QUEUES, validateConfig, type JobConfig, type JobConfigOverride, type QueueName } from './config';
+import { formatDuration, parseDuration } from './duration';
+import type { JobKind, JobRegistry } from './kinds';
+import * as store from './store';
+
+export interface JobSystemOptions<Services> {
+  db: Knex;
+  redisUrl: string;
+  /** Prefix of every BullMQ key (tests and deployments sharing one Redis stay apart). */
+  prefix: string;
+  registry: JobRegistry<Services>;
+  services: () => Services;
+  logger: Logger;
+  now: () => Date;
+  concurrency?: Partial<Record<QueueName, number>>;
+  sweepIntervalMs?: number;
+}
+
+/** Exponential backoff between attempts: 1 s, 2 s, 4 s… (BullMQ's own formula, mirrored in job_runs). */
+export const BACKOFF_MS = 1_000;
+const DEFAULT_CONCURRENCY: Record<QueueName, number> = { default: 5, mail: 5, maintenance: 1 };
+const SCHEDULE_PREFIX = 'schedule:';
+const CANCEL_CHANNEL = 'jobs:cancel';
+
+class CancelledError extends Error {}
+
+export class JobSystem<Services = unknown> {
+  readonly queues = new Map<string, Queue>();
+  private readonly workers: Worker[] = [];
+  private readonly producer: Redis;
+  private subscriber: Redis | null = null;
+  private sweeper: NodeJS.Timeout | null = null;
+  private readonly cancelling = new Set<number>();
+  /** Effective config per kind, refreshed from job_definitions by `reloadConfigs`. */
+  private configs = new Map<string, JobConfig>();
+
+  constructor(private readonly opts: JobSystemOptions<Services>) {
+    // Producer side fails fast while Redis is down: the outbox keeps the run and the sweeper retries.
+    this.producer = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
+    this.producer.on('error', () => undefined);
+    this.producer.connect().catch(() => undefined);
+    for (const name of QUEUES) {
+      const queue = new Queue(name, { connection: this.producer, prefix: opts.prefix });
+      queue.on('error', () => undefined); // reported by the callers that fail
+      this.queues.set(name, queue);
+    }
+    for (const kind of opts.registry.all()) this.configs.set(kind.name, kind.defaults);
+  }
+
+  // ----- configuration -------------------------------------------------------------------------
+
+  /** Reads overrides from job_definitions; an override that no longer validates is ignored. */
+  async reloadConfigs(): Promise<void> {
+    const rows = await this.opts.db('job_definitions').select('name', 'override');
+    const overrides = new Map<string, JobConfigOverride | null>(rows.map((r: any) => [r.name, r.override]));
+    for (const kind of this.opts.registry.all()) this.configs.set(kind.name, effectiveConfig(kind, overrides.get(kind.name) ?? null).config);
+  }
+
+  configOf(kind: string): JobConfig {
+    const config = this.configs.get(kind);
+    if (!config) throw new Error(`unknown job kind ${kind}`);
+    return config;
+  }
+
+  // ----- enqueueing ----------------------------------------------------------------------------
+
+  /** Writes the run in the caller's transaction. Call `handOver` with the result after commit. */
+  async enqueue(
+    trx: Knex | Knex.Transaction,
+    kind: string,
+    payload: Record<string, unknown>,
+    by: { actor: Actor; meta?: RequestMeta },
+    opts: { delayMs?: number } = {},
+  ): Promise<store.JobRun> {
+    if (!this.opts.registry.get(kind)) throw new Error(`unknown job kind ${kind}`);
+    const config = this.configOf(kind);
+    const now = this.opts.now();
+    return store.insertRun(trx, {
+      kind,
+      queue: config.queue,
+      priority: config.priority,
+      maxAttempts: config.max_attempts,
+      timeoutMs: parseDuration(config.timeout)!,
+      payload,
+      now,
+      scheduledAt: new Date(now.getTime() + (opts.delayMs ?? 0)),
+      actorKind: by.actor.kind,
+      actorId: by.actor.id,
+      requestId: by.meta?.requestId ?? null,
+    });
+  }
+
+  /** Hands committed runs to BullMQ. Never throws: what fails here, the sweeper hands over later. */
+  async handOver(runs: store.JobRun[]): Promise<void> {
+    const done: number[] = [];
+    await Promise.all(
+      runs.map(async (run) => {
+        try {
+          await this.addToQueue(run);
+          done.push(run.id);
+        } catch (err) {
+          this.opts.logger.warn('job hand-over to redis failed; the sweeper will retry', { run_id: run.id, error: errorMessage(err) });
+        }
+      }),
+    );
+    try {
+      await store.markHandedOver(this.opts.db, done, this.opts.now());
+    } catch (err) {
+      this.opts.logger.warn('could not mark runs handed over; the sweeper will re-add them (BullMQ ignores duplicates)', { error: errorMessage(err) });
+    }
+  }
+
+  private async addToQueue(run: store.JobRun): Promise<void> {
+    const queue = this.queues.get(run.queue) ?? this.queues.get('default')!;
+    await queue.add(
+      run.kind,
+      { runId: run.id },
+      {
+        jobId: String(run.id),
+        priority: run.priority || undefined,
+        delay: Math.max(0, run.scheduledAt.getTime() - Date.now()),
+        attempts: Math.max(1, run.maxAttempts - run.attempt),
+        backoff: { type: 'exponential', delay: BACKOFF_MS },
+        removeOnComplete: true,
+        removeOnFail: true,
+      },
+    );
+  }
+
+  /** One sweep of the outbox: hands over runs older than a few seconds that never reached BullMQ. */
+  async sweep(): Promise<number> {
+    const stale = await store.findNotHandedOver(this.opts.db, new Date(this.opts.now().getTime() - 2_000), 500);
+    if (stale.length) {
+      this.opts.logger.info('sweeper handing over runs', { count: stale.length });
+      await this.handOver(stale);
+    }
+    return stale.length;
+  }
+
+  // ----- running -------------------------------------------------------------------------------
+
+  /** Starts workers for every queue, the cancel listener, the sweeper and the schedules. */
+  async start(): Promise<void> {
+    await this.reloadConfigs();
+    for (const name of QUEUES) {
+      const worker = new Worker(name, (job, _token, signal) => this.process(job, signal), {
+        connection: { url: this.opts.redisUrl, maxRetriesPerRequest: null } as any,
+        prefix: this.opts.prefix,
+        concurrency: this.opts.concurrency?.[name] ?? DEFAULT_CONCURRENCY[name],
+      });
+      let reported = false;
+      worker.on('error', (err) => {
+        if (!reported) this.opts.logger.error('job worker cannot reach redis; retrying', { queue: name, error: errorMessage(err) });
+        reported = true;
+      });
+      worker.on('ready', () => (reported = false));
+      this.workers.push(worker);
+    }
+    this.subscriber = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    this.subscriber.on('error', () => undefined);
+    this.subscriber.on('message', (_channel: string, id: string) => this.cancelLocal(Number(id)));
+    await this.subscriber.connect().catch(() => undefined);
+    await this.subscriber.subscribe(`${this.opts.prefix}:${CANCEL_CHANNEL}`).catch(() => undefined);
+    await this.applySchedules().catch((err) => this.opts.logger.error('could not apply job schedules', { error: errorMessage(err) }));
+    const interval = this.opts.sweepIntervalMs ?? 5_000;
+    this.sweeper = setInterval(() => {
+      this.sweep().catch((err) => this.opts.logger.warn('outbox sweep failed', { error: errorMessage(err) }));
+    }, interval);
+    this.sweeper.unref();
+    this.opts.logger.info('job workers started', { queues: QUEUES, kinds: this.opts.registry.all().map((k) => k.name) });
+  }
+
+  async stop(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    await Promise.allSettled(this.workers.map((w) => w.close()));
+    this.workers.length = 0;
+    this.subscriber?.disconnect();
+    await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
+    this.producer.disconnect();
+  }
+
+  get running(): boolean {
+    return this.workers.length > 0;
+  }
+
+  private async process(job: Job, signal?: AbortSignal): Promise<void> {
+    if (job.name.startsWith(SCHEDULE_PREFIX)) return this.fireSchedule(job.name.slice(SCHEDULE_PREFIX.length));
+    const { db, logger, now } = this.opts;
+    const run = await store.startAttempt(db, Number(job.id), now());
+    if (!run) return; // cancelled, finalized or unknown: nothing to do
+    const kind = this.opts.registry.get(run.kind);
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new Error(`timed out after ${formatDuration(run.timeoutMs)}`)), run.timeoutMs);
+    const signals = [timeout.signal, ...(signal ? [signal] : [])];
+    const combined = AbortSignal.any(signals);
+    const started = Date.now();
+    try {
+      if (!kind) throw new UnrecoverableError(`unknown job kind ${run.kind}`);
+      await Promise.race([
+        kind.handle(run.payload, { services: this.opts.services(), run: { id: run.id, kind: run.kind, attempt: run.attempt }, signal: combined, logger }),
+        new Promise((_, reject) => combined.addEventListener('abort', () => reject(combined.reason), { once: true })),
+      ]);
+      await store.completeRun(db, run.id, now());
+      logger.info('job completed', { run_id: run.id, kind: run.kind, attempt: run.attempt, duration_ms: Date.now() - started });
+    } catch (err) {
+      if (this.cancelling.has(run.id) || (signal?.aborted && !timeout.signal.aborted)) {
+        await store.cancelRun(db, run.id, ['running'], now());
+        logger.info('job cancelled while running', { run_id: run.id, kind: run.kind });
+        throw new UnrecoverableError('cancelled');
+      }
+      const message = timeout.signal.aborted ? errorMessage(timeout.signal.reason) : errorMessage(err);
+      const final = run.attempt >= run.maxAttempts || err instanceof UnrecoverableError;
+      const at = now();
+      const retryAt = final ? null : new Date(at.getTime() + BACKOFF_MS * 2 ** (job.attemptsMade ?? 0));
+      await store.failAttempt(db, run.id, { at: at.toISOString(), attempt: run.attempt, message: message.slice(0, 2000) }, retryAt);
+      logger.warn(final ? 'job discarded' : 'job attempt failed; will retry', { run_id: run.id, kind: run.kind, attempt: run.attempt, error: message });
+      throw final ? new UnrecoverableError(message) : new Error(message);
+    } finally {
+      clearTimeout(timer);
+      this.cancelling.delete(run.id);
+    }
+  }
+
+  // ----- cancel --------------------------------------------------------------------------------
+
+  /** Signals a running run on whichever instance runs it (BullMQ's cancelJob only reaches its own worker). */
+  async broadcastCancel(runId: number): Promise<void> {
+    await this.producer.publish(`${this.opts.prefix}:${CANCEL_CHANNEL}`, String(runId));
+  }
+
+  private cancelLocal(runId: number): void {
+    for (const worker of this.workers) {
+      if (worker.cancelJob(String(runId), 'cancelled by an operator')) this.cancelling.add(runId);
+    }
+  }
+
+  /** Removes a waiting job from BullMQ (its row is already `cancelled`). */
+  async removeFromQueue(run: store.JobRun): Promise<void> {
+    const queue = this.queues.get(run.queue);
+    await queue?.remove(String(run.id)).catch(() => 0);
+  }
+
+  /** Makes a waiting BullMQ job run now, or hands a finalized run over again. */
+  async requeueNow(run: store.JobRun): Promise<void> {
+    const queue = this.queues.get(run.queue) ?? this.queues.get('default')!;
+    const job = await queue.getJob(String(run.id));
+    if (job && (await job.isDelayed())) await job.promote();
+    else if (!job) await this.handOver([run]);
+  }
+
+  // ----- schedules -----------------------------------------------------------------------------
+
+  /**
+   * Registers each enabled scheduled kind as a BullMQ job scheduler (upsert: idempotent, so
+   * instances starting together create one schedule) and removes the others. A scheduler tick
+   * only enqueues a run through the outbox, so scheduled runs are ordinary runs.
+   */
+  async applySchedules(): Promise<void> {
+    for (const kind of this.opts.registry.all()) {
+      const config = this.configOf(kind.name);
+      for (const [name, queue] of this.queues) {
+        const wanted = config.enabled && config.schedule && config.queue === name;
+        if (wanted) {
+          await queue.upsertJobScheduler(
+            `${SCHEDULE_PREFIX}${kind.name}`,
+            { pattern: config.schedule!, tz: 'UTC' },
+            { name: `${SCHEDULE_PREFIX}${kind.name}`, data: {}, opts: { removeOnComplete: true, removeOnFail: true } },
+          );
+        } else {
+          await queue.removeJobScheduler(`${SCHEDULE_PREFIX}${kind.name}`);
+        }
+      }
+    }
+  }
+
+  nextRunAt(kind: string): Date | null {
+    const config = this.configOf(kind);
+    return config.enabled && config.schedule ? nextCronTime(config.schedule, this.opts.now()) : null;
+  }
+
+  private async fireSchedule(kind: string): Promise<void> {
+    const config = this.configs.get(kind);
+    if (!config?.enabled || !config.schedule) return;
+    const run = await this.enqueue(this.opts.db, kind, {}, { actor: { kind: 'system', id: null } });
+    await this.handOver([run]);
+  }
+
+  // ----- queues --------------------------------------------------------------------------------
+
+  /** Pause is global: BullMQ keeps the flag in Redis, and every instance's workers honour it. */
+  async setPaused(queue: string, paused: boolean): Promise<void> {
+    const q = this.queues.get(queue);
+    if (!q) throw new Error(`unknown queue ${queue}`);
+    if (paused) await q.pause();
+    else await q.resume();
+  }
+
+  concurrencyOf(queue: QueueName): number {
+    return this.opts.concurrency?.[queue] ?? DEFAULT_CONCURRENCY[queue];
+  }
+}
+
+/** The configuration a kind runs with: defaults, then the stored override if it still validates. */
+export function effectiveConfig(kind: JobKind<any>, override: JobConfigOverride | null) {
+  if (!override) return { config: kind.defaults, invalidOverride: false };
+  const invalid = validateConfig(override, { needsPayload: kind.needsPayload }).length > 0;
+  return invalid ? { config: kind.defaults, invalidOverride: true } : { config: { ...kind.defaults, ...override }, invalidOverride: false };
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return String(err);
+}
