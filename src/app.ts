@@ -6,7 +6,7 @@ import { requestContext } from './http/request-context';
 import { apiSecurityHeaders } from './http/security-headers';
 import { createRouter } from './http/router';
 import { errorHandler } from './http/errors';
-import { handlers, pendingOperations } from '../handlers';
+import { handlers } from '../handlers';
 
 export const BODY_LIMIT = '1mb';
 
@@ -20,7 +20,7 @@ export function createApp(app: AppContext): express.Express {
   server.use(express.json({ limit: BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
   server.use(express.urlencoded({ limit: BODY_LIMIT, extended: false }));
   server.use(cookieParser());
-  server.use(createRouter(app, handlers, pendingOperations));
+  server.use(createRouter(app, handlers));
   server.use(errorHandler(app.logger));
   return server;
 }

@@ -1,5 +1,6 @@
 // Composition root and command line:
-//   node dist/src/main.js [serve]              start the API (runs migrations first)
+//   node dist/src/main.js [serve]              start the API (runs migrations first; job workers too unless RUN_WORKERS=false)
+//   node dist/src/main.js worker               run job workers only (no HTTP), to scale them apart
 //   node dist/src/main.js migrate              apply database migrations and exit
 //   node dist/src/main.js grant-operator EMAIL make an existing account an operator
 import http from 'node:http';
@@ -24,7 +25,7 @@ async function openDatabase(config: Config, logger: Logger): Promise<{ db: Db; e
 }
 
 /** Applies migrations, retrying while the database is unreachable (no crash loop). */
-async function migrateWhenReachable(app: AppContext, stopped: () => boolean): Promise<void> {
+async function migrateWhenReachable(app: AppContext, stopped: () => boolean, onReady: () => Promise<void>): Promise<void> {
   for (let attempt = 1; !stopped(); attempt++) {
     try {
       await migrateLatest(app.db, app.logger);
@@ -32,6 +33,7 @@ async function migrateWhenReachable(app: AppContext, stopped: () => boolean): Pr
       if (granted) app.logger.info('operators granted from OPERATOR_EMAILS', { count: granted });
       app.state.databaseReady = true;
       app.logger.info('database ready');
+      await onReady();
       return;
     } catch (err) {
       const delay = Math.min(1000 * attempt, 10_000);
@@ -44,11 +46,11 @@ async function migrateWhenReachable(app: AppContext, stopped: () => boolean): Pr
   }
 }
 
-async function serve(config: Config, logger: Logger): Promise<void> {
+async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Promise<void> {
   const { db, embedded } = await openDatabase(config, logger);
   const redis = createRedis(config.redisUrl, logger);
   const app = buildAppContext({ config, logger, db, redis });
-  const server = http.createServer(createApp(app));
+  const server = http.createServer(mode === 'api' ? createApp(app) : (_req, res) => res.writeHead(404).end());
   server.keepAliveTimeout = 65_000; // longer than common load balancer idle timeouts
   let stopping = false;
   // Responses sent while stopping close their connection, so keep-alive clients cannot hold
@@ -56,9 +58,12 @@ async function serve(config: Config, logger: Logger): Promise<void> {
   server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
     if (stopping) res.setHeader('Connection', 'close');
   });
-  void migrateWhenReachable(app, () => stopping);
-  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
-  logger.info('listening', {
+  void migrateWhenReachable(app, () => stopping, async () => {
+    await app.jobs.init();
+    if (mode === 'worker' || config.runWorkers) await app.jobs.startWorkers();
+  });
+  if (mode === 'api') await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  logger.info(mode === 'api' ? 'listening' : 'worker started', {
     url: `http://${config.host}:${config.port}`,
     public_base_url: config.publicBaseUrl,
     database: embedded ? 'embedded' : redactUrl(config.databaseUrl!),
@@ -82,6 +87,8 @@ async function serve(config: Config, logger: Logger): Promise<void> {
       server.closeIdleConnections();
     });
     clearInterval(sweep);
+    await app.jobs.stop();
+    app.mailer.close();
     await Promise.allSettled([db.destroy(), redis.quit().catch(() => redis.disconnect())]);
     if (embedded) await embedded.stop().catch(() => undefined);
     logger.info('stopped');
@@ -108,7 +115,9 @@ async function main(argv: string[]): Promise<void> {
   const logger = createLogger(config.logLevel === 'silent' ? 'info' : config.logLevel);
   switch (command) {
     case 'serve':
-      return serve(config, logger);
+      return serve(config, logger, 'api');
+    case 'worker':
+      return serve(config, logger, 'worker');
     case 'migrate':
       await withDatabase(config, logger, (db) => migrateLatest(db, logger));
       return;
@@ -121,7 +130,7 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     default:
-      throw new ConfigError(`Unknown command "${command}". Commands: serve, migrate, grant-operator <email>.`);
+      throw new ConfigError(`Unknown command "${command}". Commands: serve, worker, migrate, grant-operator <email>.`);
   }
 }
 

@@ -32,6 +32,7 @@ export const BACKOFF_MS = 1_000;
 const DEFAULT_CONCURRENCY: Record<QueueName, number> = { default: 5, mail: 5, maintenance: 1 };
 const SCHEDULE_PREFIX = 'schedule:';
 const CANCEL_CHANNEL = 'jobs:cancel';
+const CONFIG_CHANNEL = 'jobs:config';
 
 class CancelledError extends Error {}
 
@@ -150,14 +151,31 @@ export class JobSystem<Services = unknown> {
 
   // ----- running -------------------------------------------------------------------------------
 
-  /** Starts workers for every queue, the cancel listener, the sweeper and the schedules. */
-  async start(): Promise<void> {
+  /**
+   * Every instance (API or worker): loads the effective configs and listens for cancel signals and
+   * config changes made on other instances.
+   */
+  async init(): Promise<void> {
     await this.reloadConfigs();
+    this.subscriber = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    this.subscriber.on('error', () => undefined);
+    this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.channel(CANCEL_CHANNEL)) this.cancelLocal(Number(message));
+      else void this.onConfigChanged();
+    });
+    await this.subscriber.connect().catch(() => undefined);
+    await this.subscriber.subscribe(this.channel(CANCEL_CHANNEL), this.channel(CONFIG_CHANNEL)).catch((err) => {
+      this.opts.logger.error('cannot subscribe to job signals; cancel and config changes from other instances will not reach this one until redis is back', { error: errorMessage(err) });
+    });
+  }
+
+  /** Workers for every queue, the outbox sweeper and the schedules (API process by default, or `worker` mode). */
+  async startWorkers(): Promise<void> {
     for (const name of QUEUES) {
       const worker = new Worker(name, (job, _token, signal) => this.process(job, signal), {
         connection: { url: this.opts.redisUrl, maxRetriesPerRequest: null } as any,
         prefix: this.opts.prefix,
-        concurrency: this.opts.concurrency?.[name] ?? DEFAULT_CONCURRENCY[name],
+        concurrency: this.concurrencyOf(name),
       });
       let reported = false;
       worker.on('error', (err) => {
@@ -167,11 +185,6 @@ export class JobSystem<Services = unknown> {
       worker.on('ready', () => (reported = false));
       this.workers.push(worker);
     }
-    this.subscriber = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
-    this.subscriber.on('error', () => undefined);
-    this.subscriber.on('message', (_channel: string, id: string) => this.cancelLocal(Number(id)));
-    await this.subscriber.connect().catch(() => undefined);
-    await this.subscriber.subscribe(`${this.opts.prefix}:${CANCEL_CHANNEL}`).catch(() => undefined);
     await this.applySchedules().catch((err) => this.opts.logger.error('could not apply job schedules', { error: errorMessage(err) }));
     const interval = this.opts.sweepIntervalMs ?? 5_000;
     this.sweeper = setInterval(() => {
@@ -179,6 +192,25 @@ export class JobSystem<Services = unknown> {
     }, interval);
     this.sweeper.unref();
     this.opts.logger.info('job workers started', { queues: QUEUES, kinds: this.opts.registry.all().map((k) => k.name) });
+  }
+
+  /** Tell every instance that a definition changed (they reload configs; workers re-apply schedules). */
+  async publishConfigChange(): Promise<void> {
+    await this.onConfigChanged();
+    await this.producer.publish(this.channel(CONFIG_CHANNEL), '1').catch(() => undefined);
+  }
+
+  private async onConfigChanged(): Promise<void> {
+    try {
+      await this.reloadConfigs();
+      if (this.running) await this.applySchedules();
+    } catch (err) {
+      this.opts.logger.error('could not apply a job definition change', { error: errorMessage(err) });
+    }
+  }
+
+  private channel(name: string): string {
+    return `${this.opts.prefix}:${name}`;
   }
 
   async stop(): Promise<void> {
@@ -236,7 +268,7 @@ export class JobSystem<Services = unknown> {
 
   /** Signals a running run on whichever instance runs it (BullMQ's cancelJob only reaches its own worker). */
   async broadcastCancel(runId: number): Promise<void> {
-    await this.producer.publish(`${this.opts.prefix}:${CANCEL_CHANNEL}`, String(runId));
+    await this.producer.publish(this.channel(CANCEL_CHANNEL), String(runId));
   }
 
   private cancelLocal(runId: number): void {

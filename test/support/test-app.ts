@@ -63,7 +63,8 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
   };
   const ctx = buildAppContext({ config, logger, db, redis, now: () => clock.now, extraJobKinds: options.jobKinds });
   ctx.state.databaseReady = true;
-  if (options.workers) await ctx.jobs.start();
+  await ctx.jobs.init();
+  if (options.workers) await ctx.jobs.startWorkers();
   const server = createApp(ctx);
   return {
     ctx,
