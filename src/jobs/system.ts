@@ -157,15 +157,15 @@ export class JobSystem<Services = unknown> {
    */
   async init(): Promise<void> {
     await this.reloadConfigs();
-    this.subscriber = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    this.subscriber = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', () => undefined);
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channel(CANCEL_CHANNEL)) this.cancelLocal(Number(message));
       else void this.onConfigChanged();
     });
-    await this.subscriber.connect().catch(() => undefined);
-    await this.subscriber.subscribe(this.channel(CANCEL_CHANNEL), this.channel(CONFIG_CHANNEL)).catch((err) => {
-      this.opts.logger.error('cannot subscribe to job signals; cancel and config changes from other instances will not reach this one until redis is back', { error: errorMessage(err) });
+    // Not awaited: with Redis down this waits for it, and ioredis re-subscribes after reconnects.
+    this.subscriber.subscribe(this.channel(CANCEL_CHANNEL), this.channel(CONFIG_CHANNEL)).catch((err) => {
+      this.opts.logger.error('cannot subscribe to job signals', { error: errorMessage(err) });
     });
   }
 
