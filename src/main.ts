@@ -10,6 +10,7 @@ import { createDatabase, migrateLatest, type Db } from './platform/database';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
 import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
+import { reapplyQueueStates } from './jobs/queues';
 import { createApp } from './app';
 import { grantOperator, grantOperatorsByEmail } from './accounts/store';
 import type { AppContext } from './app-context';
@@ -60,6 +61,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   });
   void migrateWhenReachable(app, () => stopping, async () => {
     await app.jobs.init();
+    await reapplyQueueStates(app).catch((err) => logger.error('could not re-apply queue pauses to redis', { error: String(err) }));
     if (mode === 'worker' || config.runWorkers) await app.jobs.startWorkers();
   });
   if (mode === 'api') await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));

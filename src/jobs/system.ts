@@ -128,7 +128,7 @@ export class JobSystem<Services = unknown> {
       run.kind,
       { runId: run.id },
       {
-        jobId: String(run.id),
+        jobId: bullJobId(run.id),
         priority: run.priority || undefined,
         delay: Math.max(0, run.scheduledAt.getTime() - Date.now()),
         attempts: Math.max(1, run.maxAttempts - run.attempt),
@@ -229,7 +229,7 @@ export class JobSystem<Services = unknown> {
   private async process(job: Job, signal?: AbortSignal): Promise<void> {
     if (job.name.startsWith(SCHEDULE_PREFIX)) return this.fireSchedule(job.name.slice(SCHEDULE_PREFIX.length));
     const { db, logger, now } = this.opts;
-    const run = await store.startAttempt(db, Number(job.id), now());
+    const run = await store.startAttempt(db, Number(job.data.runId), now());
     if (!run) return; // cancelled, finalized or unknown: nothing to do
     const kind = this.opts.registry.get(run.kind);
     const timeout = new AbortController();
@@ -273,20 +273,20 @@ export class JobSystem<Services = unknown> {
 
   private cancelLocal(runId: number): void {
     for (const worker of this.workers) {
-      if (worker.cancelJob(String(runId), 'cancelled by an operator')) this.cancelling.add(runId);
+      if (worker.cancelJob(bullJobId(runId), 'cancelled by an operator')) this.cancelling.add(runId);
     }
   }
 
   /** Removes a waiting job from BullMQ (its row is already `cancelled`). */
   async removeFromQueue(run: store.JobRun): Promise<void> {
     const queue = this.queues.get(run.queue);
-    await queue?.remove(String(run.id)).catch(() => 0);
+    await queue?.remove(bullJobId(run.id)).catch(() => 0);
   }
 
   /** Makes a waiting BullMQ job run now, or hands a finalized run over again. */
   async requeueNow(run: store.JobRun): Promise<void> {
     const queue = this.queues.get(run.queue) ?? this.queues.get('default')!;
-    const job = await queue.getJob(String(run.id));
+    const job = await queue.getJob(bullJobId(run.id));
     if (job && (await job.isDelayed())) await job.promote();
     else if (!job) await this.handOver([run]);
   }
@@ -341,6 +341,14 @@ export class JobSystem<Services = unknown> {
   concurrencyOf(queue: QueueName): number {
     return this.opts.concurrency?.[queue] ?? DEFAULT_CONCURRENCY[queue];
   }
+}
+
+/**
+ * The BullMQ job id of a run: `run-<id>`. BullMQ 6 refuses integer custom ids (they would clash
+ * with its own counter), so the run id is kept with a fixed prefix: still one BullMQ job per run.
+ */
+export function bullJobId(runId: number): string {
+  return `run-${runId}`;
 }
 
 /** The configuration a kind runs with: defaults, then the stored override if it still validates. */

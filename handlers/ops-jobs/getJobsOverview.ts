@@ -1,0 +1,17 @@
+import type { Handler } from '../types';
+import { jobsOverview } from '../../src/jobs/queues';
+
+export const getJobsOverview: Handler<'getJobsOverview'> = async ({ app }) => {
+  const o = await jobsOverview(app);
+  return {
+    status: 200,
+    body: {
+      by_state: o.byState,
+      by_kind: o.byKind,
+      queues: o.queues,
+      oldest_waiting_age_seconds: o.oldestWaitingAgeSeconds,
+      failures_last_24h: o.failuresLast24h,
+      generated_at: o.generatedAt.toISOString(),
+    },
+  };
+};
