@@ -10558,7 +10558,6 @@ export interface operations {
             403: components["responses"]["OperatorOnly"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10841,7 +10840,6 @@ export interface operations {
             403: components["responses"]["OperatorOnly"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10886,7 +10884,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10918,7 +10915,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
