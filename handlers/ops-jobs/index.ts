@@ -3,6 +3,13 @@ import { listJobRuns } from './listJobRuns';
 import { getJobRun } from './getJobRun';
 import { cancelJobRun } from './cancelJobRun';
 import { retryJobRun } from './retryJobRun';
+import { listJobDefinitions } from './listJobDefinitions';
+import { getJobDefinition } from './getJobDefinition';
+import { updateJobDefinition } from './updateJobDefinition';
+import { resetJobDefinition } from './resetJobDefinition';
+import { listJobDefinitionHistory } from './listJobDefinitionHistory';
+import { runJobNow } from './runJobNow';
+import { listScheduledJobs } from './listScheduledJobs';
 import { getJobsOverview } from './getJobsOverview';
 
 export const opsJobsHandlers: HandlerMap = {
@@ -10,5 +17,12 @@ export const opsJobsHandlers: HandlerMap = {
   getJobRun,
   cancelJobRun,
   retryJobRun,
+  listJobDefinitions,
+  getJobDefinition,
+  updateJobDefinition,
+  resetJobDefinition,
+  listJobDefinitionHistory,
+  runJobNow,
+  listScheduledJobs,
   getJobsOverview,
 };

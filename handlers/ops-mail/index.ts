@@ -1,3 +1,8 @@
 import type { HandlerMap } from '../types';
+import { getMailConfig } from './getMailConfig';
+import { sendTestMail } from './sendTestMail';
 
-export const opsMailHandlers: HandlerMap = {};
+export const opsMailHandlers: HandlerMap = {
+  getMailConfig,
+  sendTestMail,
+};
