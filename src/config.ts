@@ -32,7 +32,20 @@ export interface Config {
   /** Express `trust proxy`: which proxies may set X-Forwarded-For. */
   trustProxy: string | number | boolean;
   logLevel: string;
-  sessionSecret: string | null;
+  /** Keys HMACs of one-time codes; required (32+ characters) in production. */
+  sessionSecret: string;
+  auth: {
+    bcryptCost: number;
+    registrationEnabled: boolean;
+    passwordMinLength: number;
+  };
+  /** Requests per window (DESIGN 6); Redis-backed, shared by all instances. */
+  rateLimits: {
+    loginPerMinute: number;
+    registerPerMinute: number;
+    emailPer15Minutes: number;
+    ipPerMinute: number;
+  };
   session: { idleTimeoutSeconds: number; absoluteLifetimeSeconds: number };
   operatorEmails: string[];
   mail: { smtpUrl: string | null; from: string };
@@ -86,7 +99,18 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix: env.REDIS_PREFIX ?? 'tenant-api:',
     trustProxy: trustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'silent' : 'info'),
-    sessionSecret: env.SESSION_SECRET || null,
+    sessionSecret: env.SESSION_SECRET || 'development-only-secret-do-not-use-in-production',
+    auth: {
+      bcryptCost: int(env, 'BCRYPT_COST', 12),
+      registrationEnabled: env.AUTH_REGISTRATION_ENABLED !== 'false',
+      passwordMinLength: int(env, 'AUTH_PASSWORD_MIN_LENGTH', 8),
+    },
+    rateLimits: {
+      loginPerMinute: int(env, 'RATE_LIMIT_LOGIN_PER_MINUTE', 10),
+      registerPerMinute: int(env, 'RATE_LIMIT_REGISTER_PER_MINUTE', 5),
+      emailPer15Minutes: int(env, 'RATE_LIMIT_EMAIL_PER_15_MINUTES', 3),
+      ipPerMinute: int(env, 'RATE_LIMIT_IP_PER_MINUTE', 600),
+    },
     session: {
       idleTimeoutSeconds: int(env, 'SESSION_IDLE_TIMEOUT_SECONDS', 14 * 24 * 3600),
       absoluteLifetimeSeconds: int(env, 'SESSION_ABSOLUTE_LIFETIME_SECONDS', 90 * 24 * 3600),
@@ -104,7 +128,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.env === 'production') {
     const missing: string[] = [];
     if (!config.databaseUrl) missing.push('DATABASE_URL (production does not start an embedded PostgreSQL)');
-    if (!config.sessionSecret || config.sessionSecret.length < 32) missing.push('SESSION_SECRET (at least 32 characters)');
+    if (!env.SESSION_SECRET || env.SESSION_SECRET.length < 32) missing.push('SESSION_SECRET (at least 32 characters)');
     if (!env.PUBLIC_BASE_URL) missing.push('PUBLIC_BASE_URL');
     if (missing.length) throw new ConfigError(`Missing required configuration in production: ${missing.join('; ')}`);
   }

@@ -1,13 +1,26 @@
 // The sessions table: the only file with SQL for sessions.
+import type { Knex } from 'knex';
 import type { Db } from '../platform/database';
 import { newId } from '../ids';
 import { hashToken, looksLikeToken, newSessionToken } from './tokens';
+
+export interface SessionUser {
+  id: string;
+  email: string;
+  name: string | null;
+  emailVerified: boolean;
+  operator: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
 
 export interface Caller {
   sessionId: string;
   userId: string;
   operator: boolean;
   transport: 'cookie' | 'bearer';
+  /** The signed-in user as of this request (read in the same round trip as the session). */
+  user: SessionUser;
 }
 
 export interface SessionPolicy {
@@ -15,21 +28,46 @@ export interface SessionPolicy {
   absoluteLifetimeSeconds: number;
 }
 
+/** `last_seen_at` is written at most this often (DESIGN 2). */
+const TOUCH_EVERY_MS = 60_000;
+
 /**
- * Resolves a token to its live session in one round trip. No cache: a revoked or expired
- * session is refused on its very next request, on every instance.
+ * Resolves a token to its live session and user in ONE round trip, touching `last_seen_at` (at
+ * most once a minute) in the same statement. No cache: a revoked or expired session is refused on
+ * its very next request, on every instance.
  */
 export async function findLiveSession(db: Db, token: string, policy: SessionPolicy, now = new Date()): Promise<Caller | null> {
   if (!looksLikeToken(token)) return null;
-  const row = await db('sessions as s')
-    .join('users as u', 'u.id', 's.user_id')
-    .where('s.token_hash', hashToken(token))
-    .whereNull('s.revoked_at')
-    .where('s.expires_at', '>', now)
-    .where('s.last_seen_at', '>', new Date(now.getTime() - policy.idleTimeoutSeconds * 1000))
-    .first('s.id', 's.user_id', 's.transport', 'u.is_operator');
+  const idleCutoff = new Date(now.getTime() - policy.idleTimeoutSeconds * 1000);
+  const touchCutoff = new Date(now.getTime() - TOUCH_EVERY_MS);
+  const { rows } = await db.raw(
+    `with live as (
+       select s.id as session_id, s.transport, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at
+         from sessions s join users u on u.id = s.user_id
+        where s.token_hash = ? and s.revoked_at is null and s.expires_at > ? and s.last_seen_at > ?
+     ), touched as (
+       update sessions set last_seen_at = ? where id = (select session_id from live) and last_seen_at < ? returning id
+     )
+     select live.*, (select count(*) from touched) as touched from live`,
+    [hashToken(token), now, idleCutoff, now, touchCutoff],
+  );
+  const row = rows[0];
   if (!row) return null;
-  return { sessionId: row.id, userId: row.user_id, operator: row.is_operator, transport: row.transport };
+  return {
+    sessionId: row.session_id,
+    userId: row.id,
+    operator: row.is_operator,
+    transport: row.transport,
+    user: {
+      id: row.id,
+      email: row.email,
+      name: row.name,
+      emailVerified: row.email_verified_at !== null,
+      operator: row.is_operator,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    },
+  };
 }
 
 export interface NewSession {
@@ -39,7 +77,7 @@ export interface NewSession {
 }
 
 export async function createSession(
-  db: Db,
+  db: Db | Knex.Transaction,
   input: { userId: string; transport: 'cookie' | 'bearer'; ip?: string | null; userAgent?: string | null },
   policy: SessionPolicy,
   now = new Date(),
@@ -59,4 +97,40 @@ export async function createSession(
     user_agent: input.userAgent?.slice(0, 512) ?? null,
   });
   return { id, token, expiresAt };
+}
+
+export interface SessionRow {
+  id: string;
+  createdAt: Date;
+  lastSeenAt: Date;
+  expiresAt: Date;
+  ip: string | null;
+  userAgent: string | null;
+}
+
+/** The user's live sessions, newest first; `beforeId` pages (ids are time-sortable). */
+export async function listLiveSessions(db: Db, userId: string, policy: SessionPolicy, now: Date, limit: number, beforeId?: string): Promise<SessionRow[]> {
+  const q = db('sessions')
+    .where({ user_id: userId })
+    .whereNull('revoked_at')
+    .where('expires_at', '>', now)
+    .where('last_seen_at', '>', new Date(now.getTime() - policy.idleTimeoutSeconds * 1000))
+    .orderBy('id', 'desc')
+    .limit(limit);
+  if (beforeId) q.where('id', '<', beforeId);
+  const rows = await q;
+  return rows.map((r: any) => ({ id: r.id, createdAt: r.created_at, lastSeenAt: r.last_seen_at, expiresAt: r.expires_at, ip: r.ip, userAgent: r.user_agent }));
+}
+
+/** Revokes one live session of the user; false when there is none with that id. */
+export async function revokeSession(db: Db | Knex.Transaction, userId: string, sessionId: string, now: Date): Promise<boolean> {
+  const n = await db('sessions').where({ id: sessionId, user_id: userId }).whereNull('revoked_at').where('expires_at', '>', now).update({ revoked_at: now });
+  return n > 0;
+}
+
+/** Revokes every live session of the user except `keepId` (none kept when null); returns how many. */
+export async function revokeOtherSessions(db: Db | Knex.Transaction, userId: string, keepId: string | null, now: Date): Promise<number> {
+  const q = db('sessions').where({ user_id: userId }).whereNull('revoked_at').where('expires_at', '>', now);
+  if (keepId) q.whereNot('id', keepId);
+  return q.update({ revoked_at: now });
 }
