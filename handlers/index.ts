@@ -3,6 +3,8 @@ import type { HandlerMap } from './types';
 import { opsJobsHandlers } from './ops-jobs';
 import { opsQueuesHandlers } from './ops-queues';
 import { opsMailHandlers } from './ops-mail';
+import { authHandlers } from './auth';
+import { sessionsHandlers } from './sessions';
 import { ping } from './example/ping';
 import { echo } from './example/echo';
 import { getVersion } from './system/getVersion';
@@ -26,6 +28,8 @@ export const handlers: HandlerMap = {
   ...opsJobsHandlers,
   ...opsQueuesHandlers,
   ...opsMailHandlers,
+  ...authHandlers,
+  ...sessionsHandlers,
 };
 
 /**

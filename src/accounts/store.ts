@@ -1,4 +1,5 @@
 // The users table: the only file with SQL for accounts.
+import type { Knex } from 'knex';
 import type { Db } from '../platform/database';
 import { newId } from '../ids';
 
@@ -27,4 +28,66 @@ export async function grantOperator(db: Db, email: string): Promise<boolean> {
 export async function grantOperatorsByEmail(db: Db, emails: string[]): Promise<number> {
   if (!emails.length) return 0;
   return db('users').whereIn('email', emails.map(normaliseEmail)).where({ is_operator: false }).update({ is_operator: true, updated_at: db.fn.now() });
+}
+
+/** What sign-in needs from a users row (the password hash never leaves src/accounts). */
+export interface UserRow {
+  id: string;
+  email: string;
+  name: string | null;
+  emailVerified: boolean;
+  operator: boolean;
+  passwordHash: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const USER_COLUMNS = ['id', 'email', 'name', 'email_verified_at', 'is_operator', 'password_hash', 'created_at', 'updated_at'];
+
+function toUserRow(r: any): UserRow {
+  return {
+    id: r.id,
+    email: r.email,
+    name: r.name,
+    emailVerified: r.email_verified_at !== null,
+    operator: r.is_operator,
+    passwordHash: r.password_hash,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** The account with this email (compared normalised: trimmed, lower case), or null. */
+export async function findUserByEmail(db: Db | Knex.Transaction, email: string): Promise<UserRow | null> {
+  const row = await db('users').where({ email: normaliseEmail(email) }).first(USER_COLUMNS);
+  return row ? toUserRow(row) : null;
+}
+
+/**
+ * Creates a password account; null when the (normalised) email already has one. Uses the unique
+ * index, so two concurrent registrations of one address cannot both succeed.
+ */
+export async function createPasswordUser(
+  db: Db | Knex.Transaction,
+  input: { email: string; name: string | null; passwordHash: string; now: Date },
+): Promise<UserRow | null> {
+  const rows = await db('users')
+    .insert({
+      id: newId('usr'),
+      email: normaliseEmail(input.email),
+      name: input.name,
+      password_hash: input.passwordHash,
+      created_at: input.now,
+      updated_at: input.now,
+    })
+    .onConflict('email')
+    .ignore()
+    .returning(USER_COLUMNS);
+  return rows[0] ? toUserRow(rows[0]) : null;
+}
+
+/** Replaces the password hash only if it is still `oldHash` (a concurrent change wins). */
+export async function replacePasswordHash(db: Db | Knex.Transaction, userId: string, oldHash: string, newHash: string): Promise<boolean> {
+  const n = await db('users').where({ id: userId, password_hash: oldHash }).update({ password_hash: newHash });
+  return n > 0;
 }

@@ -25,9 +25,7 @@ export async function getRun(app: AppContext, id: number): Promise<store.JobRun>
  */
 export async function cancelRun(app: AppContext, id: number, by: { actor: Actor; meta: RequestMeta }) {
   const run = await getRun(app, id);
-  if (store.FINAL_STATES.includes(run.state)) {
-    throw new AppError('job_finalized', 422, `Run ${id} is already ${run.state}.`);
-  }
+  if (store.FINAL_STATES.includes(run.state)) throw jobFinalized(run);
   if (store.WAITING_STATES.includes(run.state)) {
     const cancelled = await app.db.transaction(async (trx) => {
       const row = await store.cancelRun(trx, id, store.WAITING_STATES, app.now());
@@ -40,17 +38,41 @@ export async function cancelRun(app: AppContext, id: number, by: { actor: Actor;
     }
     // It started meanwhile: fall through and signal it.
   }
+  // What the operator's request found: the 202 answer shows the run as it was signalled (`running`),
+  // even when the attempt stops before this answer is sent.
+  const signalled = run.state === 'running' ? run : await getRun(app, id);
+  if (store.FINAL_STATES.includes(signalled.state)) throw jobFinalized(signalled); // it ran to its end meanwhile
+  // The audit event commits only once the signal went out (Redis down: 503, nothing recorded).
   await app.db.transaction(async (trx) => {
     await recordAudit(trx, { action: 'ops.job_run.cancelled', actor: by.actor, target: { kind: 'job_run', id: String(id) }, data: { kind: run.kind, state_before: 'running' }, meta: by.meta });
+    await app.jobs.broadcastCancel(id);
   });
-  await app.jobs.broadcastCancel(id);
-  return { run: await getRun(app, id), accepted: true };
+  const after = await getRun(app, id);
+  if (store.WAITING_STATES.includes(after.state)) {
+    // The attempt failed as the signal went out (it found no active job): cancel the wait at once.
+    const cancelled = await store.cancelRun(app.db, id, store.WAITING_STATES, app.now());
+    if (cancelled) {
+      await app.jobs.removeFromQueue(cancelled);
+      return { run: cancelled, accepted: false };
+    }
+  }
+  return { run: signalled.state === 'running' ? signalled : after, accepted: true };
+}
+
+function jobFinalized(run: store.JobRun): AppError {
+  return new AppError('job_finalized', 422, `Job run ${run.id} is already ${run.state} and cannot be cancelled.`, {
+    errors: [{ location: 'path.id', message: `the run is ${run.state}` }],
+  });
 }
 
 /** Makes a waiting or finalized run available now (attempts kept); 422 `job_running` for a running one. */
 export async function retryRun(app: AppContext, id: number, by: { actor: Actor; meta: RequestMeta }) {
   const run = await getRun(app, id);
-  if (run.state === 'running') throw new AppError('job_running', 422, `Run ${id} is running; cancel it first or wait for it to end.`);
+  if (run.state === 'running') {
+    throw new AppError('job_running', 422, `Job run ${id} is running; cancel it or wait for it to finish before retrying.`, {
+      errors: [{ location: 'path.id', message: 'the run is running' }],
+    });
+  }
   if (run.state === 'available') return run;
   const updated = await app.db.transaction(async (trx) => {
     const row = await store.makeAvailable(trx, id, app.now());

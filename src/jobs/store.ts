@@ -115,11 +115,35 @@ export async function findNotHandedOver(db: Db, olderThan: Date, limit: number):
 }
 
 /**
+ * Runs handed over that BullMQ should be working on but may have lost (Redis restarted without its
+ * data, a job given up by BullMQ before its attempt reached the database): waiting and due since
+ * before `dueBefore`, or `running` for longer than their timeout plus `graceMs`.
+ */
+export async function findOverdue(db: Db, opts: { dueBefore: Date; now: Date; graceMs: number; limit: number }): Promise<JobRun[]> {
+  const rows = await db('job_runs')
+    .whereNotNull('handed_over_at')
+    .where((q) =>
+      q
+        .where((w) => w.whereIn('state', ['scheduled', 'available', 'retryable']).where('scheduled_at', '<', opts.dueBefore))
+        .orWhere((w) =>
+          w.where('state', 'running').whereRaw("attempted_at + (timeout_ms + ?) * interval '1 millisecond' < ?", [opts.graceMs, opts.now]),
+        ),
+    )
+    .orderBy('id')
+    .limit(opts.limit);
+  return rows.map(toRun);
+}
+
+/**
  * Starts an attempt. A run found `running` was abandoned by a worker that stopped (BullMQ hands a
- * stalled job to another worker): that attempt is recorded as failed first.
+ * stalled job to another worker): that attempt is recorded as failed first, and when it was the
+ * last one the run is `discarded` instead (null: nothing to run). Null too for a run that is
+ * cancelled, finalized or unknown.
  */
 export async function startAttempt(db: Db, id: number, now: Date): Promise<JobRun | null> {
   const stalled = { at: now.toISOString(), message: 'the worker running this attempt stopped before it finished' };
+  // Every right-hand side sees the row as it was before this update.
+  const spent = "state = 'running' and attempt >= max_attempts";
   const [row] = await db('job_runs')
     .where({ id })
     .whereIn('state', ['scheduled', 'available', 'retryable', 'running'])
@@ -128,12 +152,13 @@ export async function startAttempt(db: Db, id: number, now: Date): Promise<JobRu
         "case when state = 'running' then errors || jsonb_build_array(jsonb_build_object('at', ?::text, 'attempt', attempt, 'message', ?::text)) else errors end",
         [stalled.at, stalled.message],
       ),
-      state: 'running',
-      attempt: db.raw('attempt + 1'),
-      attempted_at: now,
+      state: db.raw(`case when ${spent} then 'discarded' else 'running' end`),
+      attempt: db.raw(`case when ${spent} then attempt else attempt + 1 end`),
+      attempted_at: db.raw(`case when ${spent} then attempted_at else ?::timestamptz end`, [now]),
+      finalized_at: db.raw(`case when ${spent} then ?::timestamptz else finalized_at end`, [now]),
     })
     .returning('*');
-  return row ? toRun(row) : null;
+  return row && row.state === 'running' ? toRun(row) : null;
 }
 
 export async function completeRun(db: Db, id: number, now: Date): Promise<JobRun | null> {
@@ -153,6 +178,17 @@ export async function failAttempt(db: Db, id: number, error: JobRunError, retryA
     })
     .returning('*');
   return row ? toRun(row) : null;
+}
+
+/**
+ * `scheduled` and `retryable` runs whose time has come are `available` (due, waiting for a worker).
+ * BullMQ usually starts them first; this records the wait when workers are busy. Returns how many.
+ */
+export async function makeDueAvailable(db: Db, now: Date, limit = 1000): Promise<number> {
+  return db('job_runs')
+    .whereIn('id', db('job_runs').select('id').whereIn('state', ['scheduled', 'retryable']).where('scheduled_at', '<=', now).limit(limit))
+    .whereIn('state', ['scheduled', 'retryable'])
+    .update({ state: 'available' });
 }
 
 /** Cancels a run in one of `from`; null when it was in none of them (it moved on meanwhile). */

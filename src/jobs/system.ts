@@ -4,6 +4,7 @@
 // row is handed to BullMQ with the run id as the BullMQ job id. A sweeper hands over rows that never
 // were (Redis down, process killed in between); BullMQ ignores an add whose job id it already holds,
 // and a worker only starts a run whose row is still waiting, so every run executes exactly once.
+// The BullMQ job id is `run-<id>` (`bullJobId`): BullMQ 6 refuses integer custom ids.
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import Redis from 'ioredis';
 import type { Knex } from 'knex';
@@ -33,8 +34,12 @@ const DEFAULT_CONCURRENCY: Record<QueueName, number> = { default: 5, mail: 5, ma
 const SCHEDULE_PREFIX = 'schedule:';
 const CANCEL_CHANNEL = 'jobs:cancel';
 const CONFIG_CHANNEL = 'jobs:config';
-
-class CancelledError extends Error {}
+/** A cancel request for a running run outlives the broadcast (see `broadcastCancel`). */
+const CANCEL_MARK_TTL_S = 24 * 3600;
+/** A run due (or past its timeout) this long while BullMQ does not hold its job was lost by BullMQ. */
+const OVERDUE_MS = 60_000;
+/** How long an operator retry waits in the background for a finishing BullMQ job to leave. */
+const REQUEUE_WAIT_MS = 60_000;
 
 export class JobSystem<Services = unknown> {
   readonly queues = new Map<string, Queue>();
@@ -43,6 +48,7 @@ export class JobSystem<Services = unknown> {
   private subscriber: Redis | null = null;
   private sweeper: NodeJS.Timeout | null = null;
   private readonly cancelling = new Set<number>();
+  private stopping = false;
   /** Effective config per kind, refreshed from job_definitions by `reloadConfigs`. */
   private configs = new Map<string, JobConfig>();
 
@@ -122,15 +128,28 @@ export class JobSystem<Services = unknown> {
     }
   }
 
+  /**
+   * BullMQ waits for a connection that is not ready yet (Redis down since start) instead of failing:
+   * producer-side calls fail at once instead, and the outbox keeps the run.
+   */
+  private assertProducerReady(): void {
+    if (this.producer.status !== 'ready') throw new Error(`redis is not reachable (${this.producer.status})`);
+  }
+
+  private queueOf(run: store.JobRun): Queue {
+    return this.queues.get(run.queue) ?? this.queues.get('default')!;
+  }
+
   private async addToQueue(run: store.JobRun): Promise<void> {
-    const queue = this.queues.get(run.queue) ?? this.queues.get('default')!;
+    this.assertProducerReady();
+    const queue = this.queueOf(run);
     await queue.add(
       run.kind,
       { runId: run.id },
       {
         jobId: bullJobId(run.id),
         priority: run.priority || undefined,
-        delay: Math.max(0, run.scheduledAt.getTime() - Date.now()),
+        delay: Math.max(0, run.scheduledAt.getTime() - this.opts.now().getTime()),
         attempts: Math.max(1, run.maxAttempts - run.attempt),
         backoff: { type: 'exponential', delay: BACKOFF_MS },
         removeOnComplete: true,
@@ -139,14 +158,56 @@ export class JobSystem<Services = unknown> {
     );
   }
 
-  /** One sweep of the outbox: hands over runs older than a few seconds that never reached BullMQ. */
+  /**
+   * One sweep: marks due runs `available`, hands over the runs older than a few seconds that never
+   * reached BullMQ (the outbox), then the runs BullMQ lost (see `store.findOverdue`). A run whose
+   * BullMQ job is still active (an attempt finishing before an operator's retry) is left for the
+   * next sweep: an add now would be ignored and the retry lost. Re-adding is always safe: a worker
+   * starts only a run whose row still waits (or records a lost attempt). Returns how many runs
+   * were handed over.
+   */
   async sweep(): Promise<number> {
-    const stale = await store.findNotHandedOver(this.opts.db, new Date(this.opts.now().getTime() - 2_000), 500);
+    const now = this.opts.now();
+    await store.makeDueAvailable(this.opts.db, now);
+    const stale = await store.findNotHandedOver(this.opts.db, new Date(now.getTime() - 2_000), 500);
+    let count = 0;
     if (stale.length) {
       this.opts.logger.info('sweeper handing over runs', { count: stale.length });
-      await this.handOver(stale);
+      count += await this.handOverUnlessActive(stale, () => true);
     }
-    return stale.length;
+    if (this.producer.status !== 'ready') return count;
+    const overdue = await store.findOverdue(this.opts.db, { dueBefore: new Date(now.getTime() - OVERDUE_MS), now, graceMs: OVERDUE_MS, limit: 100 });
+    if (overdue.length) {
+      const paused = new Set<string>();
+      for (const [name, queue] of this.queues) if (await queue.isPaused()) paused.add(name);
+      // Lost: BullMQ holds no job for it, or only one that has finished.
+      const lost = await this.handOverUnlessActive(
+        overdue.filter((run) => !paused.has(run.queue)),
+        (state) => state === null || state === 'completed' || state === 'failed',
+      );
+      if (lost) this.opts.logger.warn('sweeper handed over runs BullMQ had lost', { count: lost });
+      count += lost;
+    }
+    return count;
+  }
+
+  private async handOverUnlessActive(runs: store.JobRun[], wanted: (state: string | null) => boolean): Promise<number> {
+    const ready = (
+      await Promise.all(
+        runs.map(async (run) => {
+          try {
+            const state = await this.jobState(run);
+            if (state === 'active' || !wanted(state)) return null;
+            if (state === 'completed' || state === 'failed') await this.queueOf(run).remove(bullJobId(run.id));
+          } catch {
+            // Redis unreachable: handOver below fails for it too and logs it.
+          }
+          return run;
+        }),
+      )
+    ).filter((run): run is store.JobRun => run !== null);
+    if (ready.length) await this.handOver(ready);
+    return ready.length;
   }
 
   // ----- running -------------------------------------------------------------------------------
@@ -214,6 +275,7 @@ export class JobSystem<Services = unknown> {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.sweeper) clearInterval(this.sweeper);
     await Promise.allSettled(this.workers.map((w) => w.close()));
     this.workers.length = 0;
@@ -229,8 +291,17 @@ export class JobSystem<Services = unknown> {
   private async process(job: Job, signal?: AbortSignal): Promise<void> {
     if (job.name.startsWith(SCHEDULE_PREFIX)) return this.fireSchedule(job.name.slice(SCHEDULE_PREFIX.length));
     const { db, logger, now } = this.opts;
-    const run = await store.startAttempt(db, Number(job.data.runId), now());
-    if (!run) return; // cancelled, finalized or unknown: nothing to do
+    const runId = Number(job.data.runId);
+    // A retry or a re-delivery after a stall: an operator may have cancelled the run while no worker
+    // held it (between attempts, or on a worker that died). No further attempt then.
+    if (((job.attemptsMade ?? 0) > 0 || (job.stalledCounter ?? 0) > 0) && (await this.cancelRequested(runId).catch(() => false))) {
+      if (await store.cancelRun(db, runId, ['scheduled', 'available', 'retryable', 'running'], now())) {
+        logger.info('job cancelled before its next attempt', { run_id: runId });
+      }
+      return;
+    }
+    const run = await store.startAttempt(db, runId, now());
+    if (!run) return; // cancelled, finalized, attempts spent or unknown: nothing to do
     const kind = this.opts.registry.get(run.kind);
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new Error(`timed out after ${formatDuration(run.timeoutMs)}`)), run.timeoutMs);
@@ -241,12 +312,21 @@ export class JobSystem<Services = unknown> {
       if (!kind) throw new UnrecoverableError(`unknown job kind ${run.kind}`);
       await Promise.race([
         kind.handle(run.payload, { services: this.opts.services(), run: { id: run.id, kind: run.kind, attempt: run.attempt }, signal: combined, logger }),
-        new Promise((_, reject) => combined.addEventListener('abort', () => reject(combined.reason), { once: true })),
+        new Promise((_, reject) => {
+          // The signal may have fired already (a cancel that arrived as the attempt started).
+          if (combined.aborted) reject(combined.reason);
+          else combined.addEventListener('abort', () => reject(combined.reason), { once: true });
+        }),
       ]);
       await store.completeRun(db, run.id, now());
       logger.info('job completed', { run_id: run.id, kind: run.kind, attempt: run.attempt, duration_ms: Date.now() - started });
     } catch (err) {
-      if (this.cancelling.has(run.id) || (signal?.aborted && !timeout.signal.aborted)) {
+      const cancelled =
+        this.cancelling.has(run.id) ||
+        (signal?.aborted && !timeout.signal.aborted) ||
+        // The cancel was requested while this attempt was ending (the signal found no active job).
+        (await this.cancelRequested(run.id).catch(() => false));
+      if (cancelled) {
         await store.cancelRun(db, run.id, ['running'], now());
         logger.info('job cancelled while running', { run_id: run.id, kind: run.kind });
         throw new UnrecoverableError('cancelled');
@@ -266,9 +346,22 @@ export class JobSystem<Services = unknown> {
 
   // ----- cancel --------------------------------------------------------------------------------
 
-  /** Signals a running run on whichever instance runs it (BullMQ's cancelJob only reaches its own worker). */
+  /**
+   * Signals a running run on whichever instance runs it (BullMQ's cancelJob only reaches its own
+   * worker). The request is also kept in Redis for a day: an attempt that ends (fails) as the
+   * signal passes, or a worker that died with the run, does not start another attempt.
+   */
   async broadcastCancel(runId: number): Promise<void> {
+    await this.producer.set(this.cancelKey(runId), '1', 'EX', CANCEL_MARK_TTL_S);
     await this.producer.publish(this.channel(CANCEL_CHANNEL), String(runId));
+  }
+
+  private cancelKey(runId: number): string {
+    return `${this.opts.prefix}:cancel:${runId}`;
+  }
+
+  private async cancelRequested(runId: number): Promise<boolean> {
+    return (await this.producer.exists(this.cancelKey(runId))) === 1;
   }
 
   private cancelLocal(runId: number): void {
@@ -283,12 +376,49 @@ export class JobSystem<Services = unknown> {
     await queue?.remove(bullJobId(run.id)).catch(() => 0);
   }
 
-  /** Makes a waiting BullMQ job run now, or hands a finalized run over again. */
+  /**
+   * After an operator's retry (the row is `available` again): makes a delayed BullMQ job run now,
+   * or hands a run BullMQ no longer holds over again. A job still active is the attempt that just
+   * ended finishing in BullMQ: the run is handed over once it has left (in the background; the
+   * sweeper covers a process that stops meanwhile, as the row is not marked handed over).
+   */
   async requeueNow(run: store.JobRun): Promise<void> {
-    const queue = this.queues.get(run.queue) ?? this.queues.get('default')!;
-    const job = await queue.getJob(bullJobId(run.id));
-    if (job && (await job.isDelayed())) await job.promote();
-    else if (!job) await this.handOver([run]);
+    // A cancel requested earlier must not stop the retried run.
+    await this.producer.del(this.cancelKey(run.id)).catch(() => undefined);
+    const state = await this.jobState(run).catch(() => undefined);
+    if (state === undefined || state === null) return this.handOver([run]); // unknown (Redis down): the outbox keeps it
+    if (state === 'delayed') {
+      const job = await this.queueOf(run).getJob(bullJobId(run.id));
+      await job?.promote().catch(() => undefined); // it may have become due meanwhile
+    } else if (state === 'completed' || state === 'failed') {
+      await (await this.queueOf(run).getJob(bullJobId(run.id)))?.remove();
+      await this.handOver([run]);
+    } else if (state === 'active' && !run.handedOverAt) {
+      void this.handOverWhenGone(run);
+    }
+    // waiting / prioritized: a worker takes it soon.
+  }
+
+  private async jobState(run: store.JobRun): Promise<string | null> {
+    this.assertProducerReady();
+    const job = await this.queueOf(run).getJob(bullJobId(run.id));
+    return job ? job.getState() : null;
+  }
+
+  private async handOverWhenGone(run: store.JobRun): Promise<void> {
+    const deadline = Date.now() + REQUEUE_WAIT_MS;
+    try {
+      while (Date.now() < deadline && !this.stopping) {
+        await new Promise((r) => setTimeout(r, 50).unref());
+        const state = await this.jobState(run);
+        if (state === 'active') continue;
+        if (state === 'completed' || state === 'failed') await (await this.queueOf(run).getJob(bullJobId(run.id)))?.remove();
+        if (state !== 'waiting' && state !== 'delayed' && state !== 'prioritized') await this.handOver([run]);
+        return;
+      }
+    } catch (err) {
+      this.opts.logger.warn('could not hand a retried run over; the sweeper will', { run_id: run.id, error: errorMessage(err) });
+    }
   }
 
   // ----- schedules -----------------------------------------------------------------------------

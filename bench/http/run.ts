@@ -1,0 +1,553 @@
+// Requests per second and p50/p99 latency of a running instance of our service (built, started
+// as a child process) for GET /v1/ping, authenticated GET /v1/auth/me (bearer) and
+// POST /v1/auth/login, beside a bare Express 5 app and a bare node:http server answering the same
+// ping, and bare bcrypt.compare at the same cost — each in its own process, in the same run.
+//
+//   npm run bench:http -- [--duration 5] [--warmup 2] [--connections 50] [--login-connections 8]
+//                         [--rounds 3] [--no-build] [--no-pin] [--profile]
+//
+// Rounds: every target (and bare bcrypt) runs once per round, in a rotating order; the ratios are
+// the median of the per-round ratios, which drifting load from other processes moves least.
+//
+// Load generator: Debian's `wrk` (apt-get install -y wrk), in its own process. It is written in
+// C with one epoll loop per thread, so on a 2-core machine it needs a fraction of a core to
+// saturate a Node server; autocannon is itself a Node process whose per-request cost is close
+// to the servers' own, so it would cap bare node:http and take CPU from the server under test.
+//
+// CPU pinning (default, when the machine has 2+ cores): each server runs on CPU 0 and wrk on
+// CPU 1, so the load generator never steals the server's core. Postgres and Redis float. Login and
+// bare bcrypt are not pinned: both use libuv's thread pool and every core, like production.
+//
+// Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust; BENCH_DATABASE_URL to change) and
+// Redis (REDIS_URL, default redis://127.0.0.1:6379). Creates a scratch database bench_http_<random>
+// and the Redis key prefix bench-http:<random>:, and removes both (and every child process) at the end.
+import os from 'node:os';
+import net from 'node:net';
+import path from 'node:path';
+import fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import knex, { type Knex } from 'knex';
+import Redis from 'ioredis';
+import { loadConfig, projectRoot } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { createDatabase, migrateLatest } from '../../src/platform/database';
+import { insertUser } from '../../src/accounts/store';
+import { hashPassword } from '../../src/accounts/passwords';
+import { createSession } from '../../src/sessions/store';
+import { formatProfile, summariseProfile } from './cpu-profile';
+
+const AIMS = { pingVsExpress: 0.8, meVsExpressPing: 0.5, loginVsBcrypt: 0.9 };
+const BCRYPT_COST = 10;
+const PASSWORD = 'bench-password-correct-horse';
+const UNLIMITED = '1000000000';
+/** pg_stat_database counters of a backend are flushed at most once a second, idle ones after 10 s. */
+const STATS_SETTLE_MS = 11_000;
+
+interface Options {
+  duration: number;
+  warmup: number;
+  connections: number;
+  loginConnections: number;
+  rounds: number;
+  build: boolean;
+  pin: boolean;
+  profile: boolean;
+}
+
+const USAGE =
+  'usage: npm run bench:http -- [--duration 5] [--warmup 2] [--connections 50] [--login-connections 8] [--rounds 3] [--no-build] [--no-pin] [--profile]';
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { duration: 5, warmup: 2, connections: 50, loginConnections: 8, rounds: 3, build: true, pin: os.cpus().length >= 2, profile: false };
+  const numeric: Record<string, 'duration' | 'warmup' | 'connections' | 'loginConnections' | 'rounds'> = {
+    '--duration': 'duration',
+    '--warmup': 'warmup',
+    '--connections': 'connections',
+    '--login-connections': 'loginConnections',
+    '--rounds': 'rounds',
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.split('=', 2) as [string, string | undefined];
+    if (flag === '--no-build') opts.build = false;
+    else if (flag === '--no-pin') opts.pin = false;
+    else if (flag === '--profile') opts.profile = true;
+    else if (numeric[flag]) {
+      const value = Number(inline ?? argv[++i]);
+      if (!Number.isInteger(value) || value < (flag === '--warmup' ? 0 : 1)) throw new Error(`${USAGE}\n(bad value for ${flag})`);
+      opts[numeric[flag]!] = value;
+    } else throw new Error(`${USAGE}\n(unknown argument: ${arg})`);
+  }
+  return opts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scratch database and Redis prefix
+
+function adminUrl(database: string): string {
+  const url = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** Deletes the keys under the bench prefix only (SCAN + UNLINK; never FLUSHALL). */
+async function deleteKeys(redisUrl: string, prefix: string): Promise<number> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  let deleted = 0;
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) deleted += await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  return deleted;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+const children = new Set<ChildProcess>();
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function pinned(cpu: number | null, cmd: string, args: string[]): [string, string[]] {
+  return cpu === null ? [cmd, args] : ['taskset', ['-c', String(cpu), cmd, ...args]];
+}
+
+interface Server {
+  name: string;
+  url: string;
+  child: ChildProcess;
+  output: string[];
+}
+
+function startServer(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, port: number): Server {
+  const child = spawn(cmd, args, { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString());
+    if (output.length > 200) output.shift();
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return { name, url: `http://127.0.0.1:${port}`, child, output };
+}
+
+async function waitFor(server: Server, ready: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (server.child.exitCode !== null) throw new Error(`${server.name} exited (${server.child.exitCode}):\n${server.output.join('')}`);
+    if (await ready().catch(() => false)) return;
+    await sleep(200);
+  }
+  throw new Error(`${server.name} did not become ready in ${timeoutMs} ms:\n${server.output.join('')}`);
+}
+
+async function stopProcess(child: ChildProcess, timeoutMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Load
+
+interface WrkResult {
+  requests: number;
+  duration_us: number;
+  p50_us: number;
+  p90_us: number;
+  p99_us: number;
+  max_us: number;
+  mean_us: number;
+  errors: { connect: number; read: number; write: number; status: number; timeout: number };
+}
+
+interface Target {
+  label: string;
+  url: string;
+  method?: 'GET' | 'POST';
+  body?: string;
+  auth?: string;
+  connections: number;
+  cpu: number | null;
+}
+
+function runWrk(t: Target, seconds: number): Promise<WrkResult> {
+  const args = ['-t1', `-c${t.connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', path.join(__dirname, 'report.lua'), t.url];
+  const [cmd, argv] = pinned(t.cpu, 'wrk', args);
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, {
+      env: { ...process.env, WRK_METHOD: t.method ?? 'GET', WRK_BODY: t.body ?? '', WRK_AUTH: t.auth ?? '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      children.delete(child);
+      const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
+      if (code !== 0 || !line) return reject(new Error(`wrk failed (${code}):\n${out}`));
+      resolve(JSON.parse(line.slice('WRK_JSON '.length)) as WrkResult);
+    });
+  });
+}
+
+interface Row {
+  label: string;
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+  requests: number;
+  errors: number;
+  note?: string;
+}
+
+function toRow(label: string, r: WrkResult): Row {
+  const e = r.errors;
+  return {
+    label,
+    rps: r.requests / (r.duration_us / 1e6),
+    p50ms: r.p50_us / 1000,
+    p99ms: r.p99_us / 1000,
+    requests: r.requests,
+    errors: e.connect + e.read + e.write + e.status + e.timeout,
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+/** The round with the median rate stands for the target (its p50/p99 are reported with it). */
+function medianRow(rows: Row[]): Row {
+  const sorted = [...rows].sort((a, b) => a.rps - b.rps);
+  return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, errors: rows.reduce((n, r) => n + r.errors, 0) };
+}
+
+function printRow(r: Row): void {
+  console.log(`    ${r.label.padEnd(34)} ${r.rps.toFixed(r.rps < 100 ? 1 : 0).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`);
+}
+
+/** Sends `n` requests one after another (keep-alive) and returns how many database transactions they caused. */
+async function transactionsPerRequest(url: string, headers: Record<string, string>, n: number, xacts: () => Promise<number>): Promise<number> {
+  const before = await xacts();
+  for (let i = 0; i < n; i++) {
+    const res = await fetch(url, { headers });
+    await res.arrayBuffer();
+  }
+  await sleep(STATS_SETTLE_MS);
+  return ((await xacts()) - before) / n;
+}
+
+interface BcryptResult {
+  ops: number;
+  ms: number;
+  ops_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  threadpool: number;
+}
+
+function runBcrypt(seconds: number, concurrency: number): Promise<BcryptResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(path.join(projectRoot, 'node_modules/.bin/tsx'), [path.join(__dirname, 'bcrypt.ts'), String(BCRYPT_COST), String(seconds), String(concurrency)], {
+      cwd: projectRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('exit', (code) => {
+      children.delete(child);
+      const line = out.split('\n').find((l) => l.startsWith('BCRYPT_JSON '));
+      if (code !== 0 || !line) return reject(new Error(`bcrypt bench failed (${code}):\n${out}`));
+      resolve(JSON.parse(line.slice('BCRYPT_JSON '.length)) as BcryptResult);
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function checkWrk(): boolean {
+  const r = spawnSync('wrk', ['--version'], { encoding: 'utf8' });
+  if (r.error) {
+    console.error('wrk is not installed. It is the load generator of this benchmark: install Debian\'s package with\n\n    apt-get install -y wrk\n');
+    return false;
+  }
+  return true;
+}
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  if (!checkWrk()) {
+    process.exitCode = 1;
+    return;
+  }
+  const cpus = os.cpus().length;
+  const serverCpu = opts.pin ? 0 : null;
+  const wrkCpu = opts.pin ? 1 : null;
+
+  if (opts.build) {
+    console.log('building: tsc -p tsconfig.build.json');
+    const r = spawnSync(path.join(projectRoot, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: projectRoot, stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('build failed');
+  }
+  const mainJs = path.join(projectRoot, 'dist/src/main.js');
+  if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} is missing: run without --no-build`);
+
+  const id = randomBytes(4).toString('hex');
+  const database = `bench_http_${id}`;
+  const prefix = `bench-http:${id}:`;
+  const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+  const admin: Knex = knex({ client: 'pg', connection: adminUrl('postgres'), pool: { min: 0, max: 1 } });
+  let dbCreated = false;
+  let cleaned: Promise<void> | null = null;
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-http-prof-'));
+  const cleanup = () =>
+    (cleaned ??= (async () => {
+      await Promise.all([...children].map((c) => stopProcess(c)));
+      if (dbCreated) await admin.raw(`drop database if exists "${database}" with (force)`);
+      await admin.destroy();
+      const keys = await deleteKeys(redisUrl, prefix);
+      fs.rmSync(profileDir, { recursive: true, force: true });
+      console.log(`cleaned up: stopped every child process, dropped ${database}, deleted ${keys} Redis keys under ${prefix}`);
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`${signal}: cleaning up`);
+      cleanup().finally(() => process.exit(130));
+    });
+  }
+
+  try {
+    // Scratch database, migrated, with one user (password at the bench cost) and a bearer session.
+    await admin.raw(`create database "${database}"`);
+    dbCreated = true;
+    const dbUrl = adminUrl(database);
+    const seedConfig = loadConfig({ NODE_ENV: 'test', DATABASE_URL: dbUrl });
+    const db = createDatabase(dbUrl, 2, createLogger('warn'));
+    const email = `bench-${id}@example.com`;
+    let token: string;
+    try {
+      await migrateLatest(db);
+      const userId = await insertUser(db, { email, name: 'Bench User', passwordHash: await hashPassword(PASSWORD, BCRYPT_COST) });
+      token = (await createSession(db, { userId, transport: 'bearer' }, seedConfig.session)).token;
+    } finally {
+      await db.destroy();
+    }
+    const dbXacts = async () => {
+      const { rows } = await admin.raw('select xact_commit + xact_rollback as n from pg_stat_database where datname = ?', [database]);
+      return Number(rows[0]?.n ?? 0);
+    };
+
+    const serviceEnv = (port: number): NodeJS.ProcessEnv => ({
+      ...process.env,
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      SESSION_SECRET: randomBytes(32).toString('base64url'),
+      DATABASE_URL: dbUrl,
+      REDIS_URL: redisUrl,
+      REDIS_PREFIX: prefix,
+      RUN_WORKERS: 'false',
+      LOG_LEVEL: 'warn',
+      BCRYPT_COST: String(BCRYPT_COST),
+      RATE_LIMIT_LOGIN_PER_MINUTE: UNLIMITED,
+      RATE_LIMIT_REGISTER_PER_MINUTE: UNLIMITED,
+      RATE_LIMIT_EMAIL_PER_15_MINUTES: UNLIMITED,
+      RATE_LIMIT_IP_PER_MINUTE: UNLIMITED,
+    });
+    const startOurs = async (name: string, cpu: number | null, nodeFlags: string[] = []) => {
+      const port = await freePort();
+      const [cmd, args] = pinned(cpu, process.execPath, [...nodeFlags, mainJs, 'serve']);
+      const server = startServer(name, cmd, args, serviceEnv(port), port);
+      await waitFor(server, async () => {
+        if ((await fetch(`${server.url}/readyz`)).status !== 200) return false;
+        // Migrations checked and the database marked ready: authenticated operations answer.
+        return (await fetch(`${server.url}/v1/auth/me`, { headers: { Authorization: `Bearer ${token}` } })).status !== 503;
+      });
+      return server;
+    };
+    const startBare = async (name: string, file: string) => {
+      const port = await freePort();
+      const [cmd, args] = pinned(serverCpu, path.join(projectRoot, 'node_modules/.bin/tsx'), [path.join(__dirname, file)]);
+      const server = startServer(name, cmd, args, { ...process.env, NODE_ENV: 'production', PORT: String(port) }, port);
+      await waitFor(server, async () => (await fetch(`${server.url}/v1/ping`)).status === 200);
+      return server;
+    };
+
+    const ours = await startOurs('our service', serverCpu);
+    const express = await startBare('bare Express 5', 'bare-express.ts');
+    const bare = await startBare('bare node:http', 'bare-node.ts');
+
+    // What the endpoints answer right now (login and getMe may still be pending: 501).
+    const loginBody = JSON.stringify({ email, password: PASSWORD, transport: 'bearer' });
+    const meStatus = (await fetch(`${ours.url}/v1/auth/me`, { headers: { Authorization: `Bearer ${token}` } })).status;
+    const loginProbe = await fetch(`${ours.url}/v1/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: loginBody });
+    const loginStatus = loginProbe.status;
+    await loginProbe.arrayBuffer();
+
+    console.log(
+      `\nHTTP benchmark: node ${process.version}, ${cpus} CPUs (${os.cpus()[0]?.model ?? '?'}, load average ${os.loadavg()[0]!.toFixed(1)}), wrk -t1 -c${opts.connections} (login -c${opts.loginConnections}), ` +
+        `warm-up ${opts.warmup} s, ${opts.duration} s × ${opts.rounds} round(s) (median), ` +
+        (opts.pin ? 'servers pinned to CPU 0, wrk to CPU 1' : 'no CPU pinning') +
+        `\nour service: node dist/src/main.js serve, NODE_ENV=production, RUN_WORKERS=false, LOG_LEVEL=warn, BCRYPT_COST=${BCRYPT_COST}, rate limits raised; scratch database ${database}\n`,
+    );
+
+    const target = (label: string, server: Server, p: string, extra: Partial<Target> = {}): Target => ({
+      label,
+      url: `${server.url}${p}`,
+      connections: opts.connections,
+      cpu: wrkCpu,
+      ...extra,
+    });
+    const meHeaders = { Authorization: `Bearer ${token}` };
+    const t = {
+      node: target('bare node:http  GET /v1/ping', bare, '/v1/ping'),
+      express: target('bare Express 5  GET /v1/ping', express, '/v1/ping'),
+      ping: target('ours            GET /v1/ping', ours, '/v1/ping'),
+      me: target('ours            GET /v1/auth/me', ours, '/v1/auth/me', { auth: meHeaders.Authorization }),
+      // Login and bcrypt use the thread pool on every core: neither is pinned.
+      login: target('ours            POST /v1/auth/login', ours, '/v1/auth/login', { method: 'POST', body: loginBody, connections: opts.loginConnections, cpu: null }),
+    };
+    const measureLogin = loginStatus !== 501;
+    if (!measureLogin) console.log('ours POST /v1/auth/login: skipped — it answers 501 not_implemented (login is not implemented yet)\n');
+
+    // Database round trips: sequential requests, counted by pg_stat_database (the scratch database is ours alone).
+    const CHECK_N = 200;
+    console.log(`database transactions per request (${CHECK_N} sequential requests each, pg_stat_database of the scratch database):`);
+    // Warm the pool first (a new connection's start-up counts as a transaction), then let the counters settle.
+    for (let i = 0; i < 10; i++) await (await fetch(t.me.url, { headers: meHeaders })).arrayBuffer();
+    await sleep(STATS_SETTLE_MS);
+    const meXacts = await transactionsPerRequest(t.me.url, meHeaders, CHECK_N, dbXacts);
+    const pingXacts = await transactionsPerRequest(t.ping.url, {}, CHECK_N, dbXacts);
+    console.log(`    GET /v1/ping ${pingXacts.toFixed(3)}, GET /v1/auth/me ${meXacts.toFixed(3)}\n`);
+
+    const order = [t.node, t.express, t.ping, t.me, ...(measureLogin ? [t.login] : [])];
+    if (opts.warmup > 0) {
+      console.log(`warm-up: ${opts.warmup} s each`);
+      for (const target of order) await runWrk(target, opts.warmup);
+    }
+    const rows = new Map<Target, Row[]>(order.map((target) => [target, []]));
+    const bcryptRuns: BcryptResult[] = [];
+    const roundRatios = { ping: [] as number[], me: [] as number[], login: [] as number[] };
+    for (let round = 1; round <= opts.rounds; round++) {
+      console.log(`round ${round}/${opts.rounds}:`);
+      // Rotate the order so that no target always runs first (or right after login's CPU burst).
+      const rotated = order.map((_, i) => order[(i + round - 1) % order.length]!);
+      const got = new Map<Target, Row>();
+      for (const target of rotated) {
+        const row = toRow(target.label, await runWrk(target, opts.duration));
+        rows.get(target)!.push(row);
+        got.set(target, row);
+        printRow(row);
+      }
+      const b = await runBcrypt(opts.duration, opts.loginConnections);
+      bcryptRuns.push(b);
+      console.log(`    ${`bare bcrypt.compare, cost ${BCRYPT_COST}`.padEnd(34)} ${b.ops_per_s.toFixed(1).padStart(8)} ops/s  p50 ${b.p50_ms.toFixed(1)} ms  p99 ${b.p99_ms.toFixed(1)} ms  (${opts.loginConnections} in flight, thread pool ${b.threadpool})`);
+      const ex = got.get(t.express)!.rps;
+      roundRatios.ping.push(got.get(t.ping)!.rps / ex);
+      roundRatios.me.push(got.get(t.me)!.rps / ex);
+      if (measureLogin) roundRatios.login.push(got.get(t.login)!.rps / b.ops_per_s);
+    }
+
+    // -----------------------------------------------------------------------------------------
+    const r = {
+      node: medianRow(rows.get(t.node)!),
+      express: medianRow(rows.get(t.express)!),
+      ping: medianRow(rows.get(t.ping)!),
+      me: medianRow(rows.get(t.me)!),
+      login: measureLogin ? medianRow(rows.get(t.login)!) : null,
+    };
+    const bcrypt = [...bcryptRuns].sort((a, b) => a.ops_per_s - b.ops_per_s)[Math.floor((bcryptRuns.length - 1) / 2)]!;
+    const pingRatio = median(roundRatios.ping);
+    const meRatio = median(roundRatios.me);
+    const loginRatio = measureLogin ? median(roundRatios.login) : null;
+    const nodeRatio = median(rows.get(t.node)!.map((row, i) => row.rps / rows.get(t.express)![i]!.rps));
+    const meNote = meStatus === 200 ? '' : ` — answered ${meStatus}${meStatus === 501 ? ' (getMe not implemented yet: authentication only)' : ''}`;
+    const loginNote = loginStatus === 200 ? '' : ` — answered ${loginStatus}`;
+
+    const header = `${'target'.padEnd(36)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)}  ratio (median of the rounds' ratios)`;
+    const line = (label: string, rps: number, p50: number, p99: number, ratio: string) =>
+      `${label.padEnd(36)} ${rps.toFixed(rps < 100 ? 1 : 0).padStart(9)} ${p50.toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)}  ${ratio}`;
+    console.log(`\nmedian of ${opts.rounds} round(s) of ${opts.duration} s:\n${header}\n${'-'.repeat(header.length + 8)}`);
+    console.log(line(r.node.label, r.node.rps, r.node.p50ms, r.node.p99ms, `${nodeRatio.toFixed(2)}× bare Express`));
+    console.log(line(r.express.label, r.express.rps, r.express.p50ms, r.express.p99ms, '1.00 (the ceiling)'));
+    console.log(line(r.ping.label, r.ping.rps, r.ping.p50ms, r.ping.p99ms, `${pingRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.pingVsExpress})`));
+    console.log(line(r.me.label, r.me.rps, r.me.p50ms, r.me.p99ms, `${meRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.meVsExpressPing})${meNote}`));
+    if (r.login) console.log(line(r.login.label, r.login.rps, r.login.p50ms, r.login.p99ms, `${loginRatio!.toFixed(2)} of bare bcrypt        (aim ≥ ${AIMS.loginVsBcrypt})${loginNote}`));
+    else console.log(`${t.login.label.padEnd(36)} ${'—'.padStart(9)} ${'—'.padStart(8)} ${'—'.padStart(8)}  skipped (501 not_implemented)`);
+    console.log(line(`bare bcrypt.compare (cost ${BCRYPT_COST})`, bcrypt.ops_per_s, bcrypt.p50_ms, bcrypt.p99_ms, 'ops/s: the login ceiling'));
+    for (const row of Object.values(r)) if (row && row.errors > 0) console.log(`WARNING: ${row.label}: ${row.errors} socket errors or non-2xx answers over the rounds`);
+
+    const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
+    const loadNow = os.loadavg()[0]!;
+    console.log('\naims (issue 4):');
+    console.log(`  ping ≥ ${AIMS.pingVsExpress * 100}% of bare Express ping:       ${(pingRatio * 100).toFixed(0)}% → ${verdict(pingRatio >= AIMS.pingVsExpress)}`);
+    console.log(
+      `  /v1/auth/me ≥ ${AIMS.meVsExpressPing * 100}% of bare Express ping: ${(meRatio * 100).toFixed(0)}% → ${verdict(meRatio >= AIMS.meVsExpressPing)}` +
+        `; exactly one database round trip: ${meXacts.toFixed(2)} transactions/request → ${verdict(Math.abs(meXacts - 1) < 0.02)}` +
+        (meStatus === 200 ? '' : ` (getMe answered ${meStatus}: not the real operation yet)`),
+    );
+    console.log(
+      loginRatio === null
+        ? '  login within 10% of bare bcrypt:            not measured (login answers 501)'
+        : `  login within 10% of bare bcrypt:            ${(loginRatio * 100).toFixed(0)}% → ${verdict(loginRatio >= AIMS.loginVsBcrypt)}${loginNote}`,
+    );
+    if (loadNow > cpus) console.log(`  note: load average ${loadNow.toFixed(1)} on ${cpus} CPUs — other processes competed for the CPU; rerun on a quiet machine for absolute numbers (the ratios are per round, so less affected)`);
+
+    if (opts.profile) {
+      for (const [label, p, auth] of [
+        ['GET /v1/ping', '/v1/ping', undefined],
+        ['GET /v1/auth/me', '/v1/auth/me', `Bearer ${token}`],
+      ] as const) {
+        const dir = fs.mkdtempSync(path.join(profileDir, 'p-'));
+        const profiled = await startOurs(`our service (profiled)`, serverCpu, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+        const loadStart = performance.now();
+        const r = await runWrk({ label, url: `${profiled.url}${p}`, auth, connections: opts.connections, cpu: wrkCpu }, opts.duration);
+        const loadEnd = performance.now();
+        await stopProcess(profiled.child);
+        const exited = performance.now();
+        const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+        console.log(`\nCPU profile of our service under ${label} (${(r.requests / (r.duration_us / 1e6)).toFixed(0)} req/s while profiled; load phase only):`);
+        if (!file) console.log('  no profile written');
+        else {
+          // The profile ends at exit: the load phase is [exit - (exited - loadStart), exit - (exited - loadEnd)].
+          const window = { fromEndUs: (exited - loadStart) * 1000, toEndUs: (exited - loadEnd) * 1000 };
+          for (const l of formatProfile(summariseProfile(path.join(dir, file), window), r.requests)) console.log(`  ${l}`);
+        }
+      }
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,67 @@
+// The one place that turns a completed sign-in into its HTTP answer: the LoginSuccess body, and
+// for `cookie` transport the session cookie (for `bearer`, `token` in the body and no cookie).
+// Also the cookie-clearing header of sign-out, and the API shape of a user.
+import type { components } from '../../codegen/api-types';
+import type { Config } from '../../src/config';
+import type { AccountView } from '../../src/accounts/me';
+import type { IssuedSession } from '../../src/accounts/sign-in';
+import type { Request } from 'express';
+import { sessionCookieName } from '../../src/http/authenticate';
+import { AppError } from '../../src/http/problem';
+
+type ApiUser = components['schemas']['User'];
+type LoginSuccess = components['schemas']['LoginSuccess'];
+
+export function toApiUser(user: AccountView): ApiUser {
+  return {
+    id: user.id,
+    email: user.email,
+    email_verified: user.emailVerified,
+    name: user.name,
+    operator: user.operator,
+    mfa: {
+      enabled: user.mfa.enabled,
+      totp: user.mfa.totp,
+      passkeys: user.mfa.passkeys,
+      recovery_codes_remaining: user.mfa.recoveryCodesRemaining,
+    },
+    created_at: user.createdAt.toISOString(),
+    updated_at: user.updatedAt.toISOString(),
+  };
+}
+
+/** `name=value; Path=/; HttpOnly; SameSite=Lax[; Secure]; Max-Age=n` (Secure, and the __Host- name, on https). */
+function sessionCookie(config: Config, value: string, maxAgeSeconds: number): string {
+  const secure = config.publicBaseUrl.startsWith('https:');
+  return `${sessionCookieName(config)}=${value}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=${maxAgeSeconds}`;
+}
+
+/** Headers that clear the session cookie (`Max-Age=0`), whichever transport the request used. */
+export function clearSessionCookie(config: Config): Record<string, string> {
+  return { 'Set-Cookie': sessionCookie(config, '', 0) };
+}
+
+/**
+ * Body and headers of a completed sign-in. The cookie lives as long as the session can (its
+ * absolute expiry); the idle timeout is enforced by the server on every request.
+ */
+export function sessionReply(config: Config, issued: IssuedSession, now: Date): { body: LoginSuccess; headers: Record<string, string> } {
+  const body: LoginSuccess = {
+    user: toApiUser(issued.user),
+    session: { id: issued.session.id, expires_at: issued.session.expiresAt.toISOString() },
+  };
+  if (issued.transport === 'bearer') return { body: { ...body, token: issued.session.token }, headers: {} };
+  const maxAge = Math.max(0, Math.floor((issued.session.expiresAt.getTime() - now.getTime()) / 1000));
+  return { body, headers: { 'Set-Cookie': sessionCookie(config, issued.session.token, maxAge) } };
+}
+
+/**
+ * Sign-in bodies must be JSON. The body parsers also read HTML-form encodings, and a cross-site
+ * form posting `email=…&password=…` would otherwise sign the victim's browser in to the
+ * attacker's account (login CSRF): no cross-site page can send JSON without a CORS preflight.
+ */
+export function requireJsonBody(req: Request): void {
+  if (!req.is(['application/json', 'application/*+json'])) {
+    throw new AppError('malformed_body', 400, 'The request body must be JSON (Content-Type: application/json).');
+  }
+}

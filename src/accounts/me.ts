@@ -1,0 +1,41 @@
+// The account as its owner sees it: GET /v1/auth/me and the `user` of every sign-in reply.
+import type { SessionUser } from '../sessions/store';
+import type { UserRow } from './store';
+
+export interface MfaSummary {
+  /** Sign-in asks for a second factor (TOTP on, or any passkey). */
+  enabled: boolean;
+  totp: boolean;
+  passkeys: number;
+  recoveryCodesRemaining: number;
+}
+
+export interface AccountView {
+  id: string;
+  email: string;
+  name: string | null;
+  emailVerified: boolean;
+  operator: boolean;
+  mfa: MfaSummary;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/**
+ * Second factors arrive with the second-factor issue; until then nobody has one. That issue reads
+ * the real summary in the same round trip as the session (findLiveSession) and at sign-in.
+ */
+export const NO_SECOND_FACTOR: MfaSummary = Object.freeze({ enabled: false, totp: false, passkeys: 0, recoveryCodesRemaining: 0 });
+
+export function accountView(user: SessionUser | UserRow, mfa: MfaSummary = NO_SECOND_FACTOR): AccountView {
+  return {
+    id: user.id,
+    email: user.email,
+    name: user.name,
+    emailVerified: user.emailVerified,
+    operator: user.operator,
+    mfa,
+    createdAt: user.createdAt,
+    updatedAt: user.updatedAt,
+  };
+}

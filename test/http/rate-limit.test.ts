@@ -1,0 +1,92 @@
+// The per-IP ceiling: every request counts against RATE_LIMIT_IP_PER_MINUTE per client IP (IPv6
+// by /64), in Redis; over it 429 rate_limited with Retry-After; probes are never counted; with
+// Redis down it fails open (one log line), while the sign-in limits answer 503.
+import { contractClient, startTestApp, type TestApp } from '../support/test-app';
+import { createApp } from '../../src/app';
+import { freePort } from '../support/ports';
+import { ipBucket } from '../../src/ratelimit/ip-ceiling';
+
+describe('ipBucket', () => {
+  it('keeps IPv4 (also IPv4-mapped) and groups IPv6 by /64', () => {
+    expect(ipBucket('203.0.113.7')).toBe('203.0.113.7');
+    expect(ipBucket('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(ipBucket('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64');
+    expect(ipBucket('2001:db8:1:2::9')).toBe('2001:db8:1:2::/64');
+    expect(ipBucket('2001:0db8:0001:0002:0000:0000:0000:0001')).toBe('2001:db8:1:2::/64');
+    expect(ipBucket('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(ipBucket('::1')).toBe('0:0:0:0::/64');
+    expect(ipBucket('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+  });
+});
+
+describe('with a ceiling of 5 a minute', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ RATE_LIMIT_IP_PER_MINUTE: '5', TRUST_PROXY: 'true' });
+  });
+  afterAll(() => t?.close());
+
+  it('answers 429 rate_limited with Retry-After past the ceiling, for every route, per IP', async () => {
+    const ip = '203.0.113.20';
+    for (let i = 0; i < 5; i++) await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(200);
+    const res = await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(429);
+    expect(res.body).toMatchObject({ code: 'rate_limited', status: 429 });
+    const retryAfter = Number(res.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    // Any other operation from that address, signed in or not.
+    const login = await t.http.post('/v1/auth/login').set('X-Forwarded-For', ip).send({ email: 'a@example.com', password: 'whatever' }).expect(429);
+    expect(login.body.code).toBe('rate_limited');
+    await t.http.get('/v1/auth/me').set('X-Forwarded-For', ip).expect(429);
+    // Another address is not affected.
+    await t.http.get('/v1/ping').set('X-Forwarded-For', '203.0.113.21').expect(200);
+  });
+
+  it('never counts /healthz and /readyz', async () => {
+    const ip = '203.0.113.30';
+    for (let i = 0; i < 8; i++) {
+      await t.http.get('/healthz').set('X-Forwarded-For', ip).expect(200);
+      await t.http.get('/readyz').set('X-Forwarded-For', ip).expect(200);
+    }
+    for (let i = 0; i < 5; i++) await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(200);
+    await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(429);
+    await t.http.get('/healthz').set('X-Forwarded-For', ip).expect(200);
+  });
+
+  it('counts an IPv6 /64 as one client', async () => {
+    for (let i = 1; i <= 5; i++) await t.http.get('/v1/ping').set('X-Forwarded-For', `2001:db8:aa:1::${i}`).expect(200);
+    await t.http.get('/v1/ping').set('X-Forwarded-For', '2001:db8:aa:1:ffff::9').expect(429);
+    await t.http.get('/v1/ping').set('X-Forwarded-For', '2001:db8:aa:2::1').expect(200);
+  });
+
+  it('counts in Redis, so a second instance sees the same count', async () => {
+    const ip = '203.0.113.40';
+    const other = contractClient(createApp(t.ctx)); // another app instance: no in-process state shared
+    for (let i = 0; i < 3; i++) await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(200);
+    for (let i = 0; i < 2; i++) await other.get('/v1/ping').set('X-Forwarded-For', ip).expect(200);
+    await other.get('/v1/ping').set('X-Forwarded-For', ip).expect(429);
+    await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(429);
+  });
+});
+
+describe('with Redis unreachable', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${await freePort()}`, RATE_LIMIT_IP_PER_MINUTE: '2', BCRYPT_COST: '4' });
+  });
+  afterAll(() => t?.close());
+
+  it('fails open: requests go through uncounted, with one warning for the outage', async () => {
+    const warn = jest.spyOn(t.ctx.logger, 'warn');
+    for (let i = 0; i < 6; i++) await t.http.get('/v1/ping').expect(200);
+    const ceilingWarnings = warn.mock.calls.filter(([msg]) => String(msg).startsWith('per-ip ceiling'));
+    expect(ceilingWarnings).toHaveLength(1);
+    warn.mockRestore();
+  });
+
+  it('but the sign-in limits do not: login answers 503 unavailable', async () => {
+    const res = await t.http.post('/v1/auth/login').send({ email: 'a@example.com', password: 'whatever' }).expect(503);
+    expect(res.body.code).toBe('unavailable');
+    expect(res.headers['retry-after']).toBeDefined();
+  });
+});

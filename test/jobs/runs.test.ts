@@ -1,0 +1,553 @@
+// Core job-run semantics (DESIGN 5): every state transition, cancel (waiting, running, from another
+// instance, finalized), retry, timeout and stalled attempts — read through GET /ops/jobs/runs/{id},
+// which is what operators see, and checked against BullMQ and the number of handler invocations.
+import type { Express } from 'express';
+import { startTestApp, contractClient, type TestApp } from '../support/test-app';
+import { signedInUser } from '../support/users';
+import { buildAppContext } from '../../src/app-context-factory';
+import { createApp } from '../../src/app';
+import { createDatabase } from '../../src/platform/database';
+import { createRedis } from '../../src/platform/redis';
+import type { AppContext } from '../../src/app-context';
+import type { JobKind } from '../../src/jobs/kinds';
+import type { JobConfig } from '../../src/jobs/config';
+import * as store from '../../src/jobs/store';
+import { bullJobId } from '../../src/jobs/system';
+
+// ----- test-only job kinds --------------------------------------------------------------------
+
+/** Handler invocations per run id (one per attempt that reached the handler). */
+const calls = new Map<number, number>();
+const count = (id: number) => {
+  const n = (calls.get(id) ?? 0) + 1;
+  calls.set(id, n);
+  return n;
+};
+/** Runs of `test.gated` wait here until the test releases them (or their signal aborts). */
+const gates = new Map<number, () => void>();
+/** The abort reason each `test.gated` run observed on its signal. */
+const aborted = new Map<number, unknown>();
+
+const defaults = (over: Partial<JobConfig> = {}): JobConfig => ({
+  enabled: true,
+  max_attempts: 3,
+  priority: 0,
+  queue: 'default',
+  schedule: null,
+  timeout: '5s',
+  ...over,
+});
+const kind = (name: string, config: Partial<JobConfig>, handle: JobKind<AppContext>['handle']): JobKind<AppContext> => ({
+  name,
+  description: `test kind ${name}`,
+  defaults: defaults(config),
+  needsPayload: false,
+  handle,
+});
+
+const kinds: JobKind<AppContext>[] = [
+  kind('test.succeeds', {}, async (_p, { run }) => {
+    count(run.id);
+  }),
+  // Fails `payload.failures` times (default 1), then succeeds.
+  kind('test.flaky', { max_attempts: 2 }, async (payload: { failures?: number }, { run }) => {
+    const n = count(run.id);
+    if (n <= (payload.failures ?? 1)) throw new Error(`flaky failure ${n}`);
+  }),
+  kind('test.fails', { max_attempts: 3 }, async (_p, { run }) => {
+    throw new Error(`boom ${count(run.id)}`);
+  }),
+  // Waits until released by the test or aborted (cancel); gives up after 20 s at most.
+  kind('test.gated', { timeout: '1m0s', max_attempts: 1 }, async (_p, { run, signal }) => {
+    count(run.id);
+    await new Promise<void>((resolve, reject) => {
+      const cap = setTimeout(resolve, 20_000);
+      cap.unref();
+      gates.set(run.id, () => {
+        clearTimeout(cap);
+        resolve();
+      });
+      signal.addEventListener('abort', () => {
+        clearTimeout(cap);
+        aborted.set(run.id, signal.reason);
+        reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+      });
+    });
+  }),
+  // Waits until released by the test, ignoring its signal.
+  kind('test.deaf', { timeout: '1m0s', max_attempts: 1 }, async (_p, { run }) => {
+    count(run.id);
+    await new Promise<void>((resolve) => {
+      const cap = setTimeout(resolve, 20_000);
+      cap.unref();
+      gates.set(run.id, () => {
+        clearTimeout(cap);
+        resolve();
+      });
+    });
+  }),
+  // Runs for 3 s and ignores its signal; its timeout is 1 s.
+  kind('test.slow', { timeout: '1s', max_attempts: 1 }, async (_p, { run }) => {
+    count(run.id);
+    await new Promise((r) => setTimeout(r, 3_000).unref());
+  }),
+];
+
+// ----- helpers ----------------------------------------------------------------------------------
+
+let t: TestApp;
+let auth: string;
+const system = { actor: { kind: 'system' as const, id: null } };
+
+beforeAll(async () => {
+  t = await startTestApp({}, { workers: true, jobKinds: kinds });
+  auth = (await signedInUser(t.ctx, { operator: true })).auth;
+});
+afterAll(async () => {
+  for (const release of gates.values()) release();
+  await t.close();
+});
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function enqueue(kindName: string, payload: Record<string, unknown> = {}, opts: { delayMs?: number } = {}) {
+  const run = await t.ctx.jobs.enqueue(t.ctx.db, kindName, payload, system, opts);
+  await t.ctx.jobs.handOver([run]);
+  return run;
+}
+
+async function apiRun(id: number, http = t.http) {
+  return (await http.get(`/ops/jobs/runs/${id}`).set('Authorization', auth).expect(200)).body;
+}
+const waitForState = (id: number, state: string, timeoutMs?: number) =>
+  waitFor(`run ${id} to be ${state}`, async () => {
+    const run = await apiRun(id);
+    return run.state === state ? run : null;
+  }, timeoutMs);
+
+const bullJob = (id: number, queue = 'default') => t.ctx.jobs.queues.get(queue)!.getJob(bullJobId(id));
+const waitUntilBullForgets = (id: number, queue = 'default') =>
+  waitFor(`BullMQ to drop job ${id}`, async () => !(await bullJob(id, queue)));
+const waitForGate = (id: number) => waitFor(`run ${id} to reach its handler`, async () => gates.get(id));
+
+const errorEntry = (attempt: number, message: string | RegExp) => ({
+  at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+  attempt,
+  message: typeof message === 'string' ? message : expect.stringMatching(message),
+});
+
+// ----- transitions ------------------------------------------------------------------------------
+
+describe('state transitions', () => {
+  it('available → running → completed, once, and BullMQ lets go of the job', async () => {
+    // Enqueued inside a business transaction, handed over after commit.
+    const run = await t.ctx.db.transaction((trx) => t.ctx.jobs.enqueue(trx, 'test.gated', {}, system));
+    const before = await apiRun(run.id);
+    expect(before).toMatchObject({ state: 'available', attempt: 0, attempted_at: null, finalized_at: null, errors: [], kind: 'test.gated', queue: 'default', actor_kind: 'system', actor_id: null });
+
+    await t.ctx.jobs.handOver([run]);
+    const release = await waitForGate(run.id);
+    const running = await apiRun(run.id);
+    expect(running).toMatchObject({ state: 'running', attempt: 1, finalized_at: null, errors: [] });
+    expect(running.attempted_at).not.toBeNull();
+
+    release();
+    const done = await waitForState(run.id, 'completed');
+    expect(done).toMatchObject({ attempt: 1, errors: [], max_attempts: 1 });
+    expect(done.attempted_at).not.toBeNull();
+    expect(done.finalized_at).not.toBeNull();
+    await waitUntilBullForgets(run.id);
+    expect(calls.get(run.id)).toBe(1);
+    expect(await apiRun(run.id)).toEqual(done);
+  });
+
+  it('running → retryable → running → completed, with one error for the failed attempt', async () => {
+    const run = await enqueue('test.flaky', { failures: 1 });
+    const retryable = await waitForState(run.id, 'retryable');
+    expect(retryable).toMatchObject({ attempt: 1, finalized_at: null, errors: [errorEntry(1, 'flaky failure 1')] });
+    // The retry waits for its backoff: scheduled_at moves past the failure.
+    expect(new Date(retryable.scheduled_at).getTime()).toBeGreaterThan(new Date(retryable.errors[0].at).getTime());
+
+    const done = await waitForState(run.id, 'completed');
+    expect(done).toMatchObject({ attempt: 2, max_attempts: 2, errors: [errorEntry(1, 'flaky failure 1')] });
+    expect(done.finalized_at).not.toBeNull();
+    await waitUntilBullForgets(run.id);
+    expect(calls.get(run.id)).toBe(2);
+  });
+
+  it('running → discarded once max_attempts are spent, one error per attempt', async () => {
+    const run = await enqueue('test.fails');
+    const done = await waitForState(run.id, 'discarded', 12_000);
+    expect(done).toMatchObject({
+      attempt: 3,
+      max_attempts: 3,
+      errors: [errorEntry(1, 'boom 1'), errorEntry(2, 'boom 2'), errorEntry(3, 'boom 3')],
+    });
+    expect(done.finalized_at).not.toBeNull();
+    await waitUntilBullForgets(run.id);
+    await sleep(200);
+    expect(calls.get(run.id)).toBe(3);
+    expect((await apiRun(run.id)).state).toBe('discarded');
+  });
+
+  it('scheduled → available once due (waiting for a worker) → running → completed', async () => {
+    const run = await enqueue('test.succeeds', {}, { delayMs: 60_000 });
+    expect(await apiRun(run.id)).toMatchObject({ state: 'scheduled', attempt: 0, attempted_at: null });
+    // Due by the clock while BullMQ still holds it back (workers busy, say): the sweeper records the wait.
+    t.clock.advance(61_000);
+    await t.ctx.jobs.sweep();
+    expect(await apiRun(run.id)).toMatchObject({ state: 'available', attempt: 0, attempted_at: null });
+    expect(calls.get(run.id)).toBeUndefined();
+    await (await bullJob(run.id))!.promote(); // a worker becomes free
+    const done = await waitForState(run.id, 'completed');
+    expect(done).toMatchObject({ attempt: 1, errors: [] });
+    expect(calls.get(run.id)).toBe(1);
+  });
+
+  it('retryable → available once its backoff has passed', async () => {
+    const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', {}, system);
+    const retryAt = new Date(t.clock.now.getTime() + 10_000);
+    const error = { at: t.clock.now.toISOString(), attempt: 1, message: 'boom' };
+    await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'retryable', attempt: 1, attempted_at: t.clock.now, scheduled_at: retryAt, errors: JSON.stringify([error]), handed_over_at: t.clock.now });
+    await store.makeDueAvailable(t.ctx.db, t.clock.now);
+    expect((await apiRun(run.id)).state).toBe('retryable');
+    expect(await store.makeDueAvailable(t.ctx.db, retryAt)).toBeGreaterThanOrEqual(1);
+    expect(await apiRun(run.id)).toMatchObject({ state: 'available', attempt: 1, errors: [error], finalized_at: null });
+    await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(200);
+  });
+
+  it('an attempt that outlives the timeout fails with "timed out after 1s"', async () => {
+    const run = await enqueue('test.slow');
+    const started = Date.now();
+    const done = await waitForState(run.id, 'discarded');
+    expect(Date.now() - started).toBeLessThan(2_900); // aborted by the timeout, not by the handler ending
+    expect(done).toMatchObject({ attempt: 1, max_attempts: 1, errors: [errorEntry(1, /timed out after 1s/)] });
+    expect(calls.get(run.id)).toBe(1);
+  });
+
+  it('a run whose worker died mid-attempt records the stalled attempt and continues', async () => {
+    // The row says `running` (attempt 1 started, then the process died); BullMQ re-delivers the job.
+    const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', {}, system);
+    await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'running', attempt: 1, attempted_at: t.clock.now });
+    await t.ctx.jobs.handOver([{ ...run, state: 'running', attempt: 1 }]);
+    const done = await waitForState(run.id, 'completed');
+    expect(done).toMatchObject({ attempt: 2, errors: [errorEntry(1, /stopped before it finished/)] });
+    expect(calls.get(run.id)).toBe(1);
+  });
+
+  it('a stalled last attempt discards the run instead of starting an attempt it does not have', async () => {
+    const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', {}, system);
+    await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'running', attempt: 3, attempted_at: t.clock.now });
+    expect(await store.startAttempt(t.ctx.db, run.id, t.clock.now)).toBeNull();
+    const done = await apiRun(run.id);
+    expect(done).toMatchObject({ state: 'discarded', attempt: 3, max_attempts: 3, errors: [errorEntry(3, /stopped before it finished/)] });
+    expect(done.finalized_at).not.toBeNull();
+    expect(calls.get(run.id)).toBeUndefined();
+  });
+
+  it('startAttempt moves a waiting run to running and leaves finalized runs alone', async () => {
+    const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', {}, system);
+    const started = await store.startAttempt(t.ctx.db, run.id, t.clock.now);
+    expect(started).toMatchObject({ state: 'running', attempt: 1, errors: [] });
+    // Re-delivered while the row says running: the first attempt is recorded as stalled.
+    const again = await store.startAttempt(t.ctx.db, run.id, t.clock.now);
+    expect(again).toMatchObject({ state: 'running', attempt: 2, errors: [{ attempt: 1 }] });
+    await store.completeRun(t.ctx.db, run.id, t.clock.now);
+    expect(await store.startAttempt(t.ctx.db, run.id, t.clock.now)).toBeNull();
+    expect((await apiRun(run.id)).state).toBe('completed');
+  });
+});
+
+// ----- cancel -----------------------------------------------------------------------------------
+
+describe('cancel', () => {
+  it('a scheduled run is cancelled at once (200) and leaves BullMQ', async () => {
+    const run = await enqueue('test.succeeds', {}, { delayMs: 60_000 });
+    expect(await apiRun(run.id)).toMatchObject({ state: 'scheduled', attempt: 0 });
+    expect(await (await bullJob(run.id))?.isDelayed()).toBe(true);
+
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(200);
+    expect(res.body).toMatchObject({ id: run.id, state: 'cancelled', attempt: 0 });
+    expect(res.body.finalized_at).not.toBeNull();
+    expect(await bullJob(run.id)).toBeFalsy();
+    expect((await apiRun(run.id)).state).toBe('cancelled');
+    const audit = await t.ctx.db('audit_events').where({ action: 'ops.job_run.cancelled', target_id: String(run.id) });
+    expect(audit).toHaveLength(1);
+    expect(calls.get(run.id)).toBeUndefined();
+  });
+
+  it('a retryable run is cancelled at once and is not attempted again', async () => {
+    const run = await enqueue('test.fails');
+    await waitForState(run.id, 'retryable');
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(200);
+    expect(res.body).toMatchObject({ state: 'cancelled', attempt: 1, errors: [errorEntry(1, 'boom 1')] });
+    expect(await bullJob(run.id)).toBeFalsy();
+    await sleep(1_500); // past the 1 s backoff
+    expect(calls.get(run.id)).toBe(1);
+    expect((await apiRun(run.id)).state).toBe('cancelled');
+  });
+
+  it('a running run answers 202, its handler sees the abort, and it ends cancelled', async () => {
+    const run = await enqueue('test.gated');
+    await waitForGate(run.id);
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(202);
+    expect(res.body).toMatchObject({ id: run.id, state: 'running' });
+    const done = await waitForState(run.id, 'cancelled');
+    expect(done).toMatchObject({ attempt: 1, errors: [] });
+    expect(done.finalized_at).not.toBeNull();
+    expect(aborted.has(run.id)).toBe(true);
+    const audit = await t.ctx.db('audit_events').where({ action: 'ops.job_run.cancelled', target_id: String(run.id) });
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ actor_kind: 'operator', data: { kind: 'test.gated', state_before: 'running' } });
+    await waitUntilBullForgets(run.id);
+    expect(calls.get(run.id)).toBe(1);
+  });
+
+  it('a running run whose handler ignores the signal still ends cancelled, and no further attempt is made', async () => {
+    const run = await enqueue('test.deaf');
+    const release = await waitForGate(run.id);
+    await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(202);
+    // Already signalled: 202 again (the handler ignores it, but the attempt is given up at once).
+    const again = await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth);
+    expect([202, 422]).toContain(again.status);
+    const done = await waitForState(run.id, 'cancelled');
+    expect(done).toMatchObject({ attempt: 1, errors: [] });
+    release();
+    await waitUntilBullForgets(run.id);
+    await sleep(100);
+    expect(calls.get(run.id)).toBe(1);
+    expect((await apiRun(run.id)).state).toBe('cancelled');
+  });
+
+  it('a cancel that reaches no worker because the attempt was failing meanwhile still stops further attempts', async () => {
+    const run = await enqueue('test.fails');
+    await waitForState(run.id, 'retryable');
+    // The operator saw it running (the attempt was failing at that moment): 202, but no worker holds it.
+    await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'running' });
+    await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(202);
+    await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'retryable' }); // the failure lands
+    const done = await waitForState(run.id, 'cancelled', 5_000); // BullMQ's retry comes after 1 s
+    expect(done).toMatchObject({ attempt: 1, errors: [errorEntry(1, 'boom 1')] });
+    expect(done.finalized_at).not.toBeNull();
+    await waitUntilBullForgets(run.id);
+    expect(calls.get(run.id)).toBe(1);
+
+    // A retry afterwards is not stopped by that old cancel: it uses its remaining attempts.
+    await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
+    const discarded = await waitForState(run.id, 'discarded', 8_000);
+    expect(discarded).toMatchObject({ attempt: 3, max_attempts: 3, errors: [errorEntry(1, 'boom 1'), errorEntry(2, 'boom 2'), errorEntry(3, 'boom 3')] });
+    expect(calls.get(run.id)).toBe(3);
+  });
+
+  describe('from another instance', () => {
+    let other: AppContext;
+    let otherServer: Express;
+    beforeAll(async () => {
+      const config = t.ctx.config;
+      other = buildAppContext({
+        config,
+        logger: t.ctx.logger,
+        db: createDatabase(config.databaseUrl!, 2),
+        redis: createRedis(config.redisUrl, t.ctx.logger),
+        now: t.ctx.now,
+        extraJobKinds: kinds,
+      });
+      other.state.databaseReady = true;
+      await other.jobs.init(); // an API instance: no workers of its own
+      otherServer = createApp(other);
+    });
+    afterAll(async () => {
+      await other.jobs.stop();
+      other.mailer.close();
+      other.redis.disconnect();
+      await other.db.destroy();
+    });
+
+    it('signals the instance running the run, which ends it cancelled', async () => {
+      expect(other.jobs.running).toBe(false);
+      const run = await enqueue('test.gated');
+      await waitForGate(run.id);
+      // Give the other instance's subscriber time to be subscribed.
+      await waitFor('the other instance to listen', async () => (await t.ctx.redis.pubsub('NUMSUB', `${t.ctx.config.redisPrefix}bull:jobs:cancel`))[1] === 2);
+      const res = await contractClient(otherServer).post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(202);
+      expect(res.body.state).toBe('running');
+      const done = await waitForState(run.id, 'cancelled');
+      expect(done.finalized_at).not.toBeNull();
+      expect(aborted.has(run.id)).toBe(true);
+      expect(calls.get(run.id)).toBe(1);
+    });
+
+    it('cancels a waiting run at once from there too', async () => {
+      const run = await enqueue('test.succeeds', {}, { delayMs: 60_000 });
+      await contractClient(otherServer).post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(200);
+      expect(await bullJob(run.id)).toBeFalsy();
+      expect((await apiRun(run.id)).state).toBe('cancelled');
+    });
+  });
+
+  it('a finalized run answers 422 job_finalized and stays as it is', async () => {
+    const run = await enqueue('test.succeeds');
+    const done = await waitForState(run.id, 'completed');
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(422);
+    expect(res.body).toMatchObject({ code: 'job_finalized', errors: [{ location: 'path.id' }] });
+    expect(await apiRun(run.id)).toEqual(done);
+  });
+
+  it('an unknown run answers 404', async () => {
+    await t.http.post('/ops/jobs/runs/999999/cancel').set('Authorization', auth).expect(404);
+  });
+});
+
+// ----- retry ------------------------------------------------------------------------------------
+
+describe('retry', () => {
+  it('a discarded run becomes available with one more attempt, runs again and completes', async () => {
+    const run = await enqueue('test.flaky', { failures: 2 });
+    const discarded = await waitForState(run.id, 'discarded');
+    expect(discarded).toMatchObject({ attempt: 2, max_attempts: 2, errors: [errorEntry(1, 'flaky failure 1'), errorEntry(2, 'flaky failure 2')] });
+
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
+    expect(res.body).toMatchObject({ state: 'available', attempt: 2, max_attempts: 3, finalized_at: null, errors: discarded.errors });
+    const done = await waitForState(run.id, 'completed');
+    expect(done).toMatchObject({ attempt: 3, max_attempts: 3, errors: discarded.errors });
+    await waitUntilBullForgets(run.id);
+    expect(calls.get(run.id)).toBe(3);
+    const audit = await t.ctx.db('audit_events').where({ action: 'ops.job_run.retried', target_id: String(run.id) });
+    expect(audit).toHaveLength(1);
+  });
+
+  it('a completed run runs again', async () => {
+    const run = await enqueue('test.succeeds');
+    await waitForState(run.id, 'completed');
+    // Retried right away: BullMQ may still be finishing the first job.
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
+    expect(res.body).toMatchObject({ state: 'available', attempt: 1, finalized_at: null });
+    const done = await waitForState(run.id, 'completed');
+    expect(done.attempt).toBe(2);
+    await waitUntilBullForgets(run.id);
+    expect(calls.get(run.id)).toBe(2);
+  });
+
+  it('a run retried while BullMQ is still finishing its last attempt runs again', async () => {
+    const run = await enqueue('test.gated');
+    const release = await waitForGate(run.id);
+    // The row is completed (the worker wrote it) and BullMQ has not yet moved the job out of active.
+    await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'completed', finalized_at: t.clock.now });
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
+    expect(res.body).toMatchObject({ state: 'available', attempt: 1 });
+    release();
+    await waitFor('the second attempt', async () => gates.get(run.id) !== release && gates.get(run.id));
+    gates.get(run.id)!();
+    const done = await waitForState(run.id, 'completed');
+    expect(done.attempt).toBe(2);
+    await waitUntilBullForgets(run.id);
+    expect(calls.get(run.id)).toBe(2);
+  });
+
+  it('a cancelled run runs again', async () => {
+    const run = await enqueue('test.succeeds', {}, { delayMs: 60_000 });
+    await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(200);
+    await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
+    const done = await waitForState(run.id, 'completed');
+    expect(done).toMatchObject({ attempt: 1, errors: [] });
+    expect(calls.get(run.id)).toBe(1);
+  });
+
+  it('a running run answers 422 job_running', async () => {
+    const run = await enqueue('test.gated');
+    const release = await waitForGate(run.id);
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(422);
+    expect(res.body).toMatchObject({ code: 'job_running', errors: [{ location: 'path.id' }] });
+    expect((await apiRun(run.id)).state).toBe('running');
+    release();
+    await waitForState(run.id, 'completed');
+    expect(calls.get(run.id)).toBe(1);
+  });
+
+  it('a scheduled run becomes available now and runs soon', async () => {
+    const run = await enqueue('test.succeeds', {}, { delayMs: 60_000 });
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
+    expect(res.body.state).toBe('available');
+    expect(new Date(res.body.scheduled_at).getTime()).toBeLessThan(run.scheduledAt.getTime());
+    const done = await waitForState(run.id, 'completed', 5_000);
+    expect(done).toMatchObject({ attempt: 1, errors: [] });
+    await waitUntilBullForgets(run.id);
+    expect(calls.get(run.id)).toBe(1);
+  });
+
+  it('a retryable run is attempted now, without waiting for its backoff', async () => {
+    const run = await enqueue('test.flaky', { failures: 1 });
+    await waitForState(run.id, 'retryable');
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
+    expect(res.body).toMatchObject({ state: 'available', attempt: 1 });
+    const done = await waitForState(run.id, 'completed');
+    expect(done).toMatchObject({ attempt: 2, errors: [errorEntry(1, 'flaky failure 1')] });
+    expect(calls.get(run.id)).toBe(2);
+  });
+
+  it('an available run stays as it is', async () => {
+    const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', {}, system);
+    const res = await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
+    expect(res.body).toMatchObject({ state: 'available', attempt: 0 });
+    await t.ctx.jobs.handOver([run]);
+    await waitForState(run.id, 'completed');
+    expect(calls.get(run.id)).toBe(1);
+  });
+});
+
+// ----- BullMQ and the row agree ---------------------------------------------------------------
+
+describe('exactly once', () => {
+  it('handing a finished run over again never runs it twice', async () => {
+    const run = await enqueue('test.succeeds');
+    const done = await waitForState(run.id, 'completed');
+    await waitUntilBullForgets(run.id);
+    await t.ctx.jobs.handOver([run]);
+    await waitUntilBullForgets(run.id); // the re-added job was taken and found nothing to do
+    expect(calls.get(run.id)).toBe(1);
+    expect(await apiRun(run.id)).toEqual(done);
+  });
+
+  it('handing over a run BullMQ holds (running or delayed) is ignored', async () => {
+    const gated = await enqueue('test.gated');
+    const release = await waitForGate(gated.id);
+    await t.ctx.jobs.handOver([gated]);
+    const later = await enqueue('test.succeeds', {}, { delayMs: 60_000 });
+    await t.ctx.jobs.handOver([later]);
+    expect(await (await bullJob(later.id))?.isDelayed()).toBe(true);
+    release();
+    await waitForState(gated.id, 'completed');
+    await waitUntilBullForgets(gated.id);
+    await sleep(200);
+    expect(calls.get(gated.id)).toBe(1);
+    expect(calls.get(later.id)).toBeUndefined();
+    await t.http.post(`/ops/jobs/runs/${later.id}/cancel`).set('Authorization', auth).expect(200);
+  });
+
+  it('many runs each complete exactly once', async () => {
+    const runs = await t.ctx.db.transaction(async (trx) => {
+      const out: store.JobRun[] = [];
+      for (let i = 0; i < 20; i++) out.push(await t.ctx.jobs.enqueue(trx, 'test.succeeds', { i }, system));
+      return out;
+    });
+    await t.ctx.jobs.handOver(runs);
+    await t.ctx.jobs.handOver(runs);
+    await waitFor('all runs completed', async () => {
+      const rows = await t.ctx.db('job_runs').whereIn('id', runs.map((r) => r.id)).where('state', 'completed');
+      return rows.length === runs.length;
+    });
+    for (const run of runs) await waitUntilBullForgets(run.id);
+    for (const run of runs) expect(calls.get(run.id)).toBe(1);
+    const rows = await t.ctx.db('job_runs').whereIn('id', runs.map((r) => r.id));
+    for (const row of rows) expect(row).toMatchObject({ state: 'completed', attempt: 1, errors: [] });
+  });
+});
