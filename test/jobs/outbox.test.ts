@@ -306,7 +306,7 @@ describe('runs BullMQ lost (Redis restarted without its data)', () => {
     expect(calls.get(run.id)).toBeUndefined();
 
     t.clock.advance(60_000);
-    expect(await t.ctx.jobs.sweep()).toBeGreaterThanOrEqual(1);
+    await t.ctx.jobs.sweep(); // (the periodic sweeper may have been first)
     const done = await waitForState(run.id, 'completed');
     expect(done).toMatchObject({ attempt: 1, errors: [] });
     await waitUntilBullForgets(run.id);
