@@ -11,6 +11,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedde
 import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { reapplyQueueStates } from './jobs/queues';
+import { dummyHash } from './accounts/passwords';
 import { createApp } from './app';
 import { grantOperator, grantOperatorsByEmail } from './accounts/store';
 import type { AppContext } from './app-context';
@@ -60,6 +61,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
     if (stopping) res.setHeader('Connection', 'close');
   });
   void migrateWhenReachable(app, () => stopping, async () => {
+    void dummyHash(config.auth.bcryptCost); // made now, so the first unknown-email sign-in is not slower than others
     await app.jobs.init();
     await reapplyQueueStates(app).catch((err) => logger.error('could not re-apply queue pauses to redis', { error: String(err) }));
     if (mode === 'worker' || config.runWorkers) await app.jobs.startWorkers();

@@ -149,7 +149,7 @@ export async function login(
 /** POST /v1/auth/logout: revokes the caller's own session (`auth.logout`). */
 export async function logout(app: AppContext, caller: Caller, meta: RequestMeta): Promise<void> {
   await app.db.transaction(async (trx) => {
-    await revokeSession(trx, caller.userId, caller.sessionId, app.now());
+    await revokeSession(trx, caller.userId, caller.sessionId, app.config.session, app.now());
     await recordAudit(trx, { action: 'auth.logout', actor: userActor(caller.userId), target: { kind: 'session', id: caller.sessionId }, meta });
   });
 }
@@ -177,7 +177,7 @@ export async function logoutOthers(app: AppContext, caller: Caller, meta: Reques
 export async function revokeOwnSession(app: AppContext, caller: Caller, sessionId: string, meta: RequestMeta): Promise<{ current: boolean }> {
   const current = sessionId === caller.sessionId;
   await app.db.transaction(async (trx) => {
-    const revoked = await revokeSession(trx, caller.userId, sessionId, app.now());
+    const revoked = await revokeSession(trx, caller.userId, sessionId, app.config.session, app.now());
     if (!revoked) throw new AppError('not_found', 404, 'No such session.');
     await recordAudit(trx, {
       action: 'auth.session.revoked',

@@ -122,9 +122,14 @@ export async function listLiveSessions(db: Db, userId: string, policy: SessionPo
   return rows.map((r: any) => ({ id: r.id, createdAt: r.created_at, lastSeenAt: r.last_seen_at, expiresAt: r.expires_at, ip: r.ip, userAgent: r.user_agent }));
 }
 
-/** Revokes one live session of the user; false when there is none with that id. */
-export async function revokeSession(db: Db | Knex.Transaction, userId: string, sessionId: string, now: Date): Promise<boolean> {
-  const n = await db('sessions').where({ id: sessionId, user_id: userId }).whereNull('revoked_at').where('expires_at', '>', now).update({ revoked_at: now });
+/** Revokes one live session of the user; false when there is none with that id (or it expired). */
+export async function revokeSession(db: Db | Knex.Transaction, userId: string, sessionId: string, policy: SessionPolicy, now: Date): Promise<boolean> {
+  const n = await db('sessions')
+    .where({ id: sessionId, user_id: userId })
+    .whereNull('revoked_at')
+    .where('expires_at', '>', now)
+    .where('last_seen_at', '>', new Date(now.getTime() - policy.idleTimeoutSeconds * 1000))
+    .update({ revoked_at: now });
   return n > 0;
 }
 
