@@ -10,6 +10,7 @@ import { templates } from '../mail/templates';
 import { enforce } from '../ratelimit/limiter';
 import type { SessionUser } from '../sessions/store';
 import { CODE_TTL_MS, consumeCode, issueCode } from './codes';
+import { findUserById } from './store';
 
 const CODE_MINUTES = CODE_TTL_MS / 60_000;
 
@@ -23,19 +24,12 @@ export function emailLimit(app: AppContext) {
 const alreadyVerified = () => new AppError('already_verified', 409, 'Your email address is already verified.');
 export const invalidCode = () => new AppError('invalid_code', 401, 'The code is wrong or has expired.');
 
-/** The users row as the session sees it (the shape `findLiveSession` returns). */
-export async function loadSessionUser(db: Knex | Knex.Transaction, userId: string): Promise<SessionUser | null> {
-  const row = await db('users').where({ id: userId }).first('id', 'email', 'name', 'email_verified_at', 'is_operator', 'created_at', 'updated_at');
-  if (!row) return null;
-  return {
-    id: row.id,
-    email: row.email,
-    name: row.name,
-    emailVerified: row.email_verified_at !== null,
-    operator: row.is_operator,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
+/** The user as the session sees it (the shape `findLiveSession` returns). */
+async function loadSessionUser(db: Knex | Knex.Transaction, userId: string): Promise<SessionUser | null> {
+  const user = await findUserById(db, userId);
+  if (!user) return null;
+  const { passwordHash: _secret, ...view } = user;
+  return view;
 }
 
 /**

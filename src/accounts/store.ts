@@ -57,6 +57,11 @@ function toUserRow(r: any): UserRow {
   };
 }
 
+export async function findUserById(db: Db | Knex.Transaction, id: string): Promise<UserRow | null> {
+  const row = await db('users').where({ id }).first(USER_COLUMNS);
+  return row ? toUserRow(row) : null;
+}
+
 /** The account with this email (compared normalised: trimmed, lower case), or null. */
 export async function findUserByEmail(db: Db | Knex.Transaction, email: string): Promise<UserRow | null> {
   const row = await db('users').where({ email: normaliseEmail(email) }).first(USER_COLUMNS);
