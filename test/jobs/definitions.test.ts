@@ -7,6 +7,9 @@ import { JobSystem } from '../../src/jobs/system';
 import { JobRegistry } from '../../src/jobs/kinds';
 import { jobKinds } from '../../src/jobs/catalog';
 import type { AppContext } from '../../src/app-context';
+import { waitFor as waitUntil } from '../support/wait';
+
+const waitFor = <T>(probe: () => Promise<T | null | undefined | false>, timeoutMs = 10_000, what = 'condition') => waitUntil(what, probe, timeoutMs);
 
 const RETENTION = 'service.retention.enforce';
 const MAIL = 'service.mail.send';
@@ -17,15 +20,6 @@ const MAIL_DEFAULTS = { enabled: true, max_attempts: 5, priority: 0, queue: 'mai
 const NOW = new Date('2025-06-01T10:00:00.000Z');
 
 /** Polls `fn` until it returns a truthy value; fails after `timeoutMs`. */
-async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 let t: TestApp;
 let op: Awaited<ReturnType<typeof signedInUser>>;

@@ -11,6 +11,7 @@ import { createRedis } from '../../src/platform/redis';
 import { bullJobId } from '../../src/jobs/system';
 import type { AppContext } from '../../src/app-context';
 import type { JobKind } from '../../src/jobs/kinds';
+import { sleep, waitFor } from '../support/wait';
 
 const calls = new Map<number, number>();
 const gates = new Map<number, () => void>();
@@ -72,16 +73,6 @@ afterAll(async () => {
   await t.close();
 });
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)));

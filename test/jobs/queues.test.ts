@@ -3,6 +3,7 @@ import path from 'node:path';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { projectRoot } from '../../src/config';
+import { waitFor } from '../support/wait';
 
 let t: TestApp;
 let auth: string;
@@ -12,15 +13,6 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const enqueueMail = async () => {
   const run = await t.ctx.jobs.enqueue(t.ctx.db, 'service.mail.send', { to: 'a@example.com', subject: 's', text: 't', html: '<p>t</p>' }, { actor: { kind: 'system', id: null } });

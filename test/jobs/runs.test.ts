@@ -13,6 +13,7 @@ import type { JobKind } from '../../src/jobs/kinds';
 import type { JobConfig } from '../../src/jobs/config';
 import * as store from '../../src/jobs/store';
 import { bullJobId } from '../../src/jobs/system';
+import { sleep, waitFor } from '../support/wait';
 
 // ----- test-only job kinds --------------------------------------------------------------------
 
@@ -108,16 +109,6 @@ afterAll(async () => {
   await t.close();
 });
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function enqueue(kindName: string, payload: Record<string, unknown> = {}, opts: { delayMs?: number } = {}) {
   const run = await t.ctx.jobs.enqueue(t.ctx.db, kindName, payload, system, opts);

@@ -3,20 +3,14 @@
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { TestSmtpServer } from '../support/smtp';
+import { waitFor as waitUntil } from '../support/wait';
+
+const waitFor = <T>(probe: () => Promise<T | null | undefined | false>, timeoutMs = 10_000, what = 'condition') => waitUntil(what, probe, timeoutMs);
 
 const MAIL_FROM = 'Tenant API Tests <no-reply@tests.example.com>';
 const SUBJECT = 'Tenant API test email';
 
 /** Polls `fn` until it returns a truthy value; fails after `timeoutMs`. */
-async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 type ApiRun = { id: number; state: string; attempt: number; max_attempts: number; errors: { at: string; attempt: number; message: string }[]; finalized_at: string | null; [k: string]: unknown };
 
