@@ -1,7 +1,7 @@
 // Bare bcrypt compare at a given cost, in its own process: the ceiling for POST /v1/auth/login.
 // `concurrency` compares are kept in flight (the async API runs them on libuv's thread pool, as
 // login does). Prints one line: BCRYPT_JSON {...}.
-//   tsx bench/http/bcrypt.ts <cost> <seconds> <concurrency>
+//   node --import tsx bench/http/bcrypt.ts <cost> <seconds> <concurrency>
 import bcrypt from 'bcrypt';
 
 async function main() {

@@ -15,8 +15,9 @@
 // to the servers' own, so it would cap bare node:http and take CPU from the server under test.
 //
 // CPU pinning (default, when the machine has 2+ cores): each server runs on CPU 0 and wrk on
-// CPU 1, so the load generator never steals the server's core. Postgres and Redis float. Login and
-// bare bcrypt are not pinned: both use libuv's thread pool and every core, like production.
+// CPU 1, so the load generator never steals the server's core. Postgres and Redis float. Login
+// (a second, unpinned instance of the service) and bare bcrypt are not pinned: both use libuv's
+// thread pool and every core, like production.
 //
 // Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust; BENCH_DATABASE_URL to change) and
 // Redis (REDIS_URL, default redis://127.0.0.1:6379). Creates a scratch database bench_http_<random>
@@ -192,6 +193,8 @@ interface Target {
   auth?: string;
   connections: number;
   cpu: number | null;
+  /** The server process, whose CPU time per request is reported beside the rate. */
+  pid: number;
 }
 
 function runWrk(t: Target, seconds: number): Promise<WrkResult> {
@@ -219,6 +222,8 @@ function runWrk(t: Target, seconds: number): Promise<WrkResult> {
 interface Row {
   label: string;
   rps: number;
+  /** CPU time of the server process (all its threads) per request: steadier than req/s when other load shares the machine. */
+  cpuUs: number;
   p50ms: number;
   p99ms: number;
   requests: number;
@@ -226,10 +231,29 @@ interface Row {
   note?: string;
 }
 
-function toRow(label: string, r: WrkResult): Row {
+/** utime + stime of a process, in ms (Linux /proc; 0 elsewhere). */
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+function cpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+async function runMeasured(t: Target, seconds: number): Promise<Row> {
+  const before = cpuMs(t.pid);
+  const r = await runWrk(t, seconds);
+  return toRow(t.label, r, cpuMs(t.pid) - before);
+}
+
+function toRow(label: string, r: WrkResult, cpuMsUsed: number): Row {
   const e = r.errors;
   return {
     label,
+    cpuUs: (cpuMsUsed * 1000) / Math.max(1, r.requests),
     rps: r.requests / (r.duration_us / 1e6),
     p50ms: r.p50_us / 1000,
     p99ms: r.p99_us / 1000,
@@ -247,7 +271,7 @@ function medianRow(rows: Row[]): Row {
 }
 
 function printRow(r: Row): void {
-  console.log(`    ${r.label.padEnd(34)} ${r.rps.toFixed(r.rps < 100 ? 1 : 0).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`);
+  console.log(`    ${r.label.padEnd(34)} ${r.rps.toFixed(r.rps < 100 ? 1 : 0).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  CPU ${r.cpuUs.toFixed(0)} µs/req${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`);
 }
 
 /** Sends `n` requests one after another (keep-alive) and returns how many database transactions they caused. */
@@ -272,7 +296,7 @@ interface BcryptResult {
 
 function runBcrypt(seconds: number, concurrency: number): Promise<BcryptResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(path.join(projectRoot, 'node_modules/.bin/tsx'), [path.join(__dirname, 'bcrypt.ts'), String(BCRYPT_COST), String(seconds), String(concurrency)], {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'bcrypt.ts'), String(BCRYPT_COST), String(seconds), String(concurrency)], {
       cwd: projectRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -394,20 +418,24 @@ async function main(): Promise<void> {
     };
     const startBare = async (name: string, file: string) => {
       const port = await freePort();
-      const [cmd, args] = pinned(serverCpu, path.join(projectRoot, 'node_modules/.bin/tsx'), [path.join(__dirname, file)]);
+      // `node --import tsx`: one process (the tsx CLI would fork a second), so its pid is the server's.
+      const [cmd, args] = pinned(serverCpu, process.execPath, ['--import', 'tsx', path.join(__dirname, file)]);
       const server = startServer(name, cmd, args, { ...process.env, NODE_ENV: 'production', PORT: String(port) }, port);
       await waitFor(server, async () => (await fetch(`${server.url}/v1/ping`)).status === 200);
       return server;
     };
 
     const ours = await startOurs('our service', serverCpu);
+    // Login is measured on an unpinned instance: taskset pins every thread of a process, and
+    // bcrypt runs on libuv's thread pool, which should have both cores, as bare bcrypt does.
+    const oursLogin = serverCpu === null ? ours : await startOurs('our service (unpinned, for login)', null);
     const express = await startBare('bare Express 5', 'bare-express.ts');
     const bare = await startBare('bare node:http', 'bare-node.ts');
 
     // What the endpoints answer right now (login and getMe may still be pending: 501).
     const loginBody = JSON.stringify({ email, password: PASSWORD, transport: 'bearer' });
     const meStatus = (await fetch(`${ours.url}/v1/auth/me`, { headers: { Authorization: `Bearer ${token}` } })).status;
-    const loginProbe = await fetch(`${ours.url}/v1/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: loginBody });
+    const loginProbe = await fetch(`${oursLogin.url}/v1/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: loginBody });
     const loginStatus = loginProbe.status;
     await loginProbe.arrayBuffer();
 
@@ -423,6 +451,7 @@ async function main(): Promise<void> {
       url: `${server.url}${p}`,
       connections: opts.connections,
       cpu: wrkCpu,
+      pid: server.child.pid!, // taskset execs the command: the same pid
       ...extra,
     });
     const meHeaders = { Authorization: `Bearer ${token}` };
@@ -432,7 +461,7 @@ async function main(): Promise<void> {
       ping: target('ours            GET /v1/ping', ours, '/v1/ping'),
       me: target('ours            GET /v1/auth/me', ours, '/v1/auth/me', { auth: meHeaders.Authorization }),
       // Login and bcrypt use the thread pool on every core: neither is pinned.
-      login: target('ours            POST /v1/auth/login', ours, '/v1/auth/login', { method: 'POST', body: loginBody, connections: opts.loginConnections, cpu: null }),
+      login: target('ours            POST /v1/auth/login', oursLogin, '/v1/auth/login', { method: 'POST', body: loginBody, connections: opts.loginConnections, cpu: null }),
     };
     const measureLogin = loginStatus !== 501;
     if (!measureLogin) console.log('ours POST /v1/auth/login: skipped — it answers 501 not_implemented (login is not implemented yet)\n');
@@ -461,7 +490,7 @@ async function main(): Promise<void> {
       const rotated = order.map((_, i) => order[(i + round - 1) % order.length]!);
       const got = new Map<Target, Row>();
       for (const target of rotated) {
-        const row = toRow(target.label, await runWrk(target, opts.duration));
+        const row = await runMeasured(target, opts.duration);
         rows.get(target)!.push(row);
         got.set(target, row);
         printRow(row);
@@ -491,19 +520,24 @@ async function main(): Promise<void> {
     const meNote = meStatus === 200 ? '' : ` — answered ${meStatus}${meStatus === 501 ? ' (getMe not implemented yet: authentication only)' : ''}`;
     const loginNote = loginStatus === 200 ? '' : ` — answered ${loginStatus}`;
 
-    const header = `${'target'.padEnd(36)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)}  ratio (median of the rounds' ratios)`;
-    const line = (label: string, rps: number, p50: number, p99: number, ratio: string) =>
-      `${label.padEnd(36)} ${rps.toFixed(rps < 100 ? 1 : 0).padStart(9)} ${p50.toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)}  ${ratio}`;
+    const header = `${'target'.padEnd(36)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(10)}  ratio (median of the rounds' ratios)`;
+    const line = (label: string, rps: number, p50: number, p99: number, ratio: string, cpuUs?: number) =>
+      `${label.padEnd(36)} ${rps.toFixed(rps < 100 ? 1 : 0).padStart(9)} ${p50.toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)} ${(cpuUs === undefined ? '' : cpuUs.toFixed(0)).padStart(10)}  ${ratio}`;
     console.log(`\nmedian of ${opts.rounds} round(s) of ${opts.duration} s:\n${header}\n${'-'.repeat(header.length + 8)}`);
-    console.log(line(r.node.label, r.node.rps, r.node.p50ms, r.node.p99ms, `${nodeRatio.toFixed(2)}× bare Express`));
-    console.log(line(r.express.label, r.express.rps, r.express.p50ms, r.express.p99ms, '1.00 (the ceiling)'));
-    console.log(line(r.ping.label, r.ping.rps, r.ping.p50ms, r.ping.p99ms, `${pingRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.pingVsExpress})`));
-    console.log(line(r.me.label, r.me.rps, r.me.p50ms, r.me.p99ms, `${meRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.meVsExpressPing})${meNote}`));
-    if (r.login) console.log(line(r.login.label, r.login.rps, r.login.p50ms, r.login.p99ms, `${loginRatio!.toFixed(2)} of bare bcrypt        (aim ≥ ${AIMS.loginVsBcrypt})${loginNote}`));
+    console.log(line(r.node.label, r.node.rps, r.node.p50ms, r.node.p99ms, `${nodeRatio.toFixed(2)}× bare Express`, r.node.cpuUs));
+    console.log(line(r.express.label, r.express.rps, r.express.p50ms, r.express.p99ms, '1.00 (the ceiling)', r.express.cpuUs));
+    console.log(line(r.ping.label, r.ping.rps, r.ping.p50ms, r.ping.p99ms, `${pingRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.pingVsExpress})`, r.ping.cpuUs));
+    console.log(line(r.me.label, r.me.rps, r.me.p50ms, r.me.p99ms, `${meRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.meVsExpressPing})${meNote}`, r.me.cpuUs));
+    if (r.login) console.log(line(r.login.label, r.login.rps, r.login.p50ms, r.login.p99ms, `${loginRatio!.toFixed(2)} of bare bcrypt        (aim ≥ ${AIMS.loginVsBcrypt})${loginNote}`, r.login.cpuUs));
     else console.log(`${t.login.label.padEnd(36)} ${'—'.padStart(9)} ${'—'.padStart(8)} ${'—'.padStart(8)}  skipped (501 not_implemented)`);
     console.log(line(`bare bcrypt.compare (cost ${BCRYPT_COST})`, bcrypt.ops_per_s, bcrypt.p50_ms, bcrypt.p99_ms, 'ops/s: the login ceiling'));
     for (const row of Object.values(r)) if (row && row.errors > 0) console.log(`WARNING: ${row.label}: ${row.errors} socket errors or non-2xx answers over the rounds`);
 
+    const cpuMedian = (k: Target) => median(rows.get(k)!.map((row) => row.cpuUs));
+    console.log(
+      `server CPU per request (median): bare Express ping ${cpuMedian(t.express).toFixed(0)} µs, ours ping ${cpuMedian(t.ping).toFixed(0)} µs, ours /me ${cpuMedian(t.me).toFixed(0)} µs` +
+        ` → CPU-bound ratios ${(cpuMedian(t.express) / cpuMedian(t.ping)).toFixed(2)} (ping) and ${(cpuMedian(t.express) / cpuMedian(t.me)).toFixed(2)} (/me; Postgres' own CPU not included)`,
+    );
     const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
     const loadNow = os.loadavg()[0]!;
     console.log('\naims (issue 4):');
@@ -528,7 +562,7 @@ async function main(): Promise<void> {
         const dir = fs.mkdtempSync(path.join(profileDir, 'p-'));
         const profiled = await startOurs(`our service (profiled)`, serverCpu, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
         const loadStart = performance.now();
-        const r = await runWrk({ label, url: `${profiled.url}${p}`, auth, connections: opts.connections, cpu: wrkCpu }, opts.duration);
+        const r = await runWrk({ label, url: `${profiled.url}${p}`, auth, connections: opts.connections, cpu: wrkCpu, pid: profiled.child.pid! }, opts.duration);
         const loadEnd = performance.now();
         await stopProcess(profiled.child);
         const exited = performance.now();
