@@ -12,17 +12,20 @@ export function requestContext(logger: Logger) {
     const requestId = incoming && VALID_REQUEST_ID.test(incoming) ? incoming : newId('req');
     res.locals.requestId = requestId;
     res.setHeader('X-Request-Id', requestId);
-    res.on('finish', () => {
-      logger.info('request', {
-        request_id: requestId,
-        method: req.method,
-        route: res.locals.route ?? null,
-        operation_id: res.locals.operationId ?? null,
-        status: res.statusCode,
-        duration_ms: Math.round(Number(process.hrtime.bigint() - start) / 1e4) / 100,
-        ip: req.ip,
+    // Checked first: winston builds and formats the entry before its level filter drops it.
+    if (logger.isInfoEnabled()) {
+      res.on('finish', () => {
+        logger.info('request', {
+          request_id: requestId,
+          method: req.method,
+          route: res.locals.route ?? null,
+          operation_id: res.locals.operationId ?? null,
+          status: res.statusCode,
+          duration_ms: Math.round(Number(process.hrtime.bigint() - start) / 1e4) / 100,
+          ip: req.ip,
+        });
       });
-    });
+    }
     next();
   };
 }
