@@ -29,7 +29,7 @@ import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import knex, { type Knex } from 'knex';
-import Redis from 'ioredis';
+import { adminUrl, deleteKeys } from '../scratch';
 import { loadConfig, projectRoot } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { createDatabase, migrateLatest } from '../../src/platform/database';
@@ -86,28 +86,7 @@ function parseArgs(argv: string[]): Options {
 // ---------------------------------------------------------------------------------------------
 // Scratch database and Redis prefix
 
-function adminUrl(database: string): string {
-  const url = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-  url.pathname = `/${database}`;
-  return url.toString();
-}
 
-/** Deletes the keys under the bench prefix only (SCAN + UNLINK; never FLUSHALL). */
-async function deleteKeys(redisUrl: string, prefix: string): Promise<number> {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-  let deleted = 0;
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) deleted += await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-  return deleted;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Child processes

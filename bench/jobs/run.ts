@@ -9,7 +9,7 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import knex, { type Knex } from 'knex';
-import Redis from 'ioredis';
+import { adminUrl, deleteKeys } from '../scratch';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { createDatabase, migrateLatest } from '../../src/platform/database';
@@ -57,11 +57,6 @@ function parseArgs(argv: string[]): Options {
   return opts;
 }
 
-function adminUrl(database: string): string {
-  const url = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-  url.pathname = `/${database}`;
-  return url.toString();
-}
 
 async function asAdmin(sql: string): Promise<void> {
   const admin = knex({ client: 'pg', connection: adminUrl('postgres'), pool: { min: 0, max: 1 } });
@@ -72,22 +67,6 @@ async function asAdmin(sql: string): Promise<void> {
   }
 }
 
-/** Deletes the keys under the bench prefix only (SCAN + UNLINK; never FLUSHALL). */
-async function deleteKeys(redisUrl: string, prefix: string): Promise<number> {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-  let deleted = 0;
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) deleted += await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-  return deleted;
-}
 
 const rate = (m: Measurement) => (m.n / m.ms) * 1000;
 const median = (ms: Measurement[]) => [...ms].sort((a, b) => rate(a) - rate(b))[Math.floor((ms.length - 1) / 2)]!;

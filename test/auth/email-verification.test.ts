@@ -1,8 +1,8 @@
 // POST /v1/auth/verify-email and /verify-email/resend: codes mailed through `service.mail.send` to a
 // real SMTP server, read from the received message and used; 15 minutes, single use, replaced by a
 // newer one, dead after 5 wrong tries, stored only as an HMAC; resends limited to 3 per 15 minutes.
-import { startTestApp, type TestApp } from '../support/test-app';
-import { TestSmtpServer } from '../support/smtp';
+import type { TestApp } from '../support/test-app';
+import { startAppWithSmtp, type TestSmtpServer } from '../support/smtp';
 import { insertUser } from '../../src/accounts/store';
 import { hashPassword } from '../../src/accounts/passwords';
 import { createSession } from '../../src/sessions/store';
@@ -11,14 +11,11 @@ const PASSWORD = 'correct horse battery staple';
 
 let t: TestApp;
 let smtp: TestSmtpServer;
+let close: () => Promise<void>;
 beforeAll(async () => {
-  smtp = await TestSmtpServer.start();
-  t = await startTestApp({ BCRYPT_COST: '4', SMTP_URL: smtp.url }, { workers: true });
+  ({ t, smtp, close } = await startAppWithSmtp({ BCRYPT_COST: '4' }));
 });
-afterAll(async () => {
-  await t?.close();
-  await smtp?.stop();
-});
+afterAll(() => close?.());
 
 let n = 0;
 async function newUser(opts: { verified?: boolean } = {}) {

@@ -1,7 +1,7 @@
 // PUT /v1/auth/password, POST /v1/auth/password/forgot and /password/reset. Reset codes are read from
 // the mail received by a real SMTP server; sessions are refused at once after a change or reset.
-import { startTestApp, type TestApp } from '../support/test-app';
-import { TestSmtpServer } from '../support/smtp';
+import type { TestApp } from '../support/test-app';
+import { startAppWithSmtp, type TestSmtpServer } from '../support/smtp';
 import { insertUser } from '../../src/accounts/store';
 import { hashPassword, verifyPassword } from '../../src/accounts/passwords';
 import { createSession } from '../../src/sessions/store';
@@ -11,14 +11,11 @@ const NEW_PASSWORD = 'purple elephant riding a bicycle';
 
 let t: TestApp;
 let smtp: TestSmtpServer;
+let close: () => Promise<void>;
 beforeAll(async () => {
-  smtp = await TestSmtpServer.start();
-  t = await startTestApp({ BCRYPT_COST: '4', SMTP_URL: smtp.url }, { workers: true });
+  ({ t, smtp, close } = await startAppWithSmtp({ BCRYPT_COST: '4' }));
 });
-afterAll(async () => {
-  await t?.close();
-  await smtp?.stop();
-});
+afterAll(() => close?.());
 
 let n = 0;
 async function newUser(opts: { password?: string | null; sessions?: number } = {}) {

@@ -2,6 +2,7 @@
 // on 127.0.0.1, records every message it accepts, and can be told to refuse messages or be stopped.
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import { startTestApp } from './test-app';
 
 export interface ReceivedMail {
   /** MAIL FROM of the envelope. */
@@ -136,4 +137,18 @@ function decodeWords(value: string): string {
           : Buffer.from(text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_x, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1');
       return new TextDecoder(/^utf-?8$/i.test(charset) ? 'utf-8' : charset).decode(bytes);
     });
+}
+
+/** A test app with job workers whose mail goes to a fresh SMTP peer; `close` stops both. */
+export async function startAppWithSmtp(env: Record<string, string> = {}) {
+  const smtp = await TestSmtpServer.start();
+  const t = await startTestApp({ ...env, SMTP_URL: smtp.url }, { workers: true });
+  return {
+    t,
+    smtp,
+    async close() {
+      await t.close();
+      await smtp.stop();
+    },
+  };
 }
