@@ -1,6 +1,6 @@
-// Bare BullMQ: Queue.add + a Worker running a no-op, same Redis and concurrency as our 'default'
-// queue, jobs added the way our handOver adds them (one Queue.add per job, a batch at a time in
-// parallel, as many producer loops as our side; same job options where they apply).
+// Bare BullMQ: Queue.addBulk + a Worker running a no-op, same Redis and concurrency as our 'default'
+// queue, jobs added the way our handOver adds them (one addBulk per batch, as many producer loops
+// as our side; same job options where they apply).
 import { Queue, Worker } from 'bullmq';
 import Redis from 'ioredis';
 
@@ -38,7 +38,9 @@ export async function measureBare(opts: { redisUrl: string; prefix: string; queu
     await worker.waitUntilReady();
     const t0 = performance.now();
     await inBatches(n, batch, opts.producers, (first, size) =>
-      Promise.all(Array.from({ length: size }, (_, j) => queue.add('noop', { i: first + j }, { jobId: `b${first + j}`, removeOnComplete: true, removeOnFail: true }))),
+      queue.addBulk(
+        Array.from({ length: size }, (_, j) => ({ name: 'noop', data: { i: first + j }, opts: { jobId: `b${first + j}`, removeOnComplete: true, removeOnFail: true } })),
+      ),
     );
     const enqueueMs = performance.now() - t0;
     const timeout = setTimeout(() => fail(new Error(`bare: timed out at ${completed}/${n} completed, ${failed} failed`)), 60_000 + n * 10);

@@ -3,7 +3,6 @@
 import type { Knex } from 'knex';
 import type { AppContext } from '../../src/app-context';
 import type { JobKind } from '../../src/jobs/kinds';
-import type { JobRun } from '../../src/jobs/store';
 import { inBatches, type Measurement } from './bare';
 
 export const NOOP_KIND = 'bench.noop';
@@ -20,7 +19,7 @@ export const noopKind: JobKind<AppContext> = {
 const FINAL = ['completed', 'cancelled', 'discarded'];
 
 /**
- * Enqueues `n` runs in transactions of `batch` runs (one `enqueue` per run, then `handOver` of the
+ * Enqueues `n` runs in transactions of `batch` runs (one `enqueueMany` per batch, then `handOver` of the
  * batch after commit; `producers` such loops at once, like concurrent requests) and waits until
  * all rows are final. `probe` is a separate connection used only to watch progress, so polling
  * never takes a connection from the pool our enqueues and workers use.
@@ -30,11 +29,8 @@ export async function measureOurs(ctx: AppContext, probe: Knex, n: number, batch
   const startedAt = Date.now(); // wall clock: finalized_at comes from the same clock (ctx.now)
   const t0 = performance.now();
   await inBatches(n, batch, producers, async (first, size) => {
-    const runs = await ctx.db.transaction(async (trx) => {
-      const out: JobRun[] = [];
-      for (let j = 0; j < size; j++) out.push(await ctx.jobs.enqueue(trx, NOOP_KIND, { i: first + j }, { actor: { kind: 'system', id: null } }));
-      return out;
-    });
+    const jobs = Array.from({ length: size }, (_, j) => ({ kind: NOOP_KIND, payload: { i: first + j } }));
+    const runs = await ctx.db.transaction((trx) => ctx.jobs.enqueueMany(trx, jobs, { actor: { kind: 'system', id: null } }));
     await ctx.jobs.handOver(runs);
   });
   const enqueueMs = performance.now() - t0;

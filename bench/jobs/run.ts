@@ -120,8 +120,8 @@ async function main(): Promise<void> {
         `warm-up ${opts.warmup}, ${opts.rounds} round(s), DB pool ${config.databasePoolMax}; node ${process.version}, ${os.cpus().length} CPUs`,
     );
     console.log(
-      'both sides add one BullMQ job per run, a batch at a time (ours: a transaction of enqueue() per batch, then handOver();\n' +
-        'bare: Queue.add × batch in parallel; no addBulk on either side), removeOnComplete/removeOnFail on both.',
+      'both sides add one BullMQ job per run, a batch at a time with one addBulk (ours: a transaction with enqueueMany()\n' +
+        'per batch, then handOver(), which marks the rows handed over), removeOnComplete/removeOnFail on both.',
     );
 
     const bare = (name: string, n: number) =>

@@ -74,24 +74,55 @@ export interface NewRun {
   requestId: string | null;
 }
 
-export async function insertRun(db: Db, run: NewRun): Promise<JobRun> {
-  const [row] = await db('job_runs')
-    .insert({
-      kind: run.kind,
-      queue: run.queue,
-      priority: run.priority,
-      state: run.scheduledAt > run.now ? 'scheduled' : 'available',
-      max_attempts: run.maxAttempts,
-      timeout_ms: run.timeoutMs,
-      payload: JSON.stringify(run.payload),
-      created_at: run.now,
-      scheduled_at: run.scheduledAt,
-      actor_kind: run.actorKind,
-      actor_id: run.actorId,
-      request_id: run.requestId,
-    })
-    .returning('*');
-  return toRun(row);
+const initialState = (run: NewRun): JobState => (run.scheduledAt > run.now ? 'scheduled' : 'available');
+
+/** Inserts runs in one statement (a column of values per parameter); answers them in the order given. */
+export async function insertRuns(db: Db, runs: NewRun[]): Promise<JobRun[]> {
+  if (!runs.length) return [];
+  const column = (value: (run: NewRun) => Knex.Value): Knex.Value => runs.map(value) as Knex.Value;
+  const { rows } = await db.raw(
+    `insert into job_runs (kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
+     select kind, queue, priority, state, max_attempts, timeout_ms, payload::jsonb, created_at, scheduled_at, actor_kind, actor_id, request_id
+     from unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::int[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[], ?::text[])
+       as v(kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
+     returning id`,
+    [
+      column((r) => r.kind),
+      column((r) => r.queue),
+      column((r) => r.priority),
+      column(initialState),
+      column((r) => r.maxAttempts),
+      column((r) => r.timeoutMs),
+      column((r) => JSON.stringify(r.payload)),
+      column((r) => r.now),
+      column((r) => r.scheduledAt),
+      column((r) => r.actorKind),
+      column((r) => r.actorId),
+      column((r) => r.requestId),
+    ],
+  );
+  // Ids come from the sequence in the order of the rows given; the rest of each row is what was sent.
+  const ids = rows.map((row: { id: string }) => Number(row.id)).sort((a: number, b: number) => a - b);
+  return runs.map((run, i) => ({
+    id: ids[i]!,
+    kind: run.kind,
+    queue: run.queue,
+    priority: run.priority,
+    state: initialState(run),
+    attempt: 0,
+    maxAttempts: run.maxAttempts,
+    timeoutMs: run.timeoutMs,
+    payload: run.payload,
+    errors: [],
+    createdAt: run.now,
+    scheduledAt: run.scheduledAt,
+    attemptedAt: null,
+    finalizedAt: null,
+    handedOverAt: null,
+    actorKind: run.actorKind,
+    actorId: run.actorId,
+    requestId: run.requestId,
+  }));
 }
 
 export async function getRun(db: Db, id: number): Promise<JobRun | null> {
@@ -99,8 +130,17 @@ export async function getRun(db: Db, id: number): Promise<JobRun | null> {
   return row ? toRun(row) : null;
 }
 
+/**
+ * Rows a worker is starting right now are skipped, not waited for: starting a run marks it handed
+ * over too (see `startAttempts`), and a row left unmarked is only handed over again (harmless).
+ */
 export async function markHandedOver(db: Db, ids: number[], now: Date): Promise<void> {
-  if (ids.length) await db('job_runs').whereIn('id', ids).whereNull('handed_over_at').update({ handed_over_at: now });
+  if (!ids.length) return;
+  await db.raw(
+    `update job_runs set handed_over_at = ?
+     where id in (select id from job_runs where id = any(?::bigint[]) and handed_over_at is null for update skip locked)`,
+    [now, ids],
+  );
 }
 
 /** Runs committed but never handed to BullMQ (Redis was down, or the process died in between). */
@@ -135,35 +175,53 @@ export async function findOverdue(db: Db, opts: { dueBefore: Date; now: Date; gr
 }
 
 /**
- * Starts an attempt. A run found `running` was abandoned by a worker that stopped (BullMQ hands a
- * stalled job to another worker): that attempt is recorded as failed first, and when it was the
- * last one the run is `discarded` instead (null: nothing to run). Null too for a run that is
- * cancelled, finalized or unknown.
+ * Starts attempts, one statement for a batch of runs (`at`: each attempt's start). A run found
+ * `running` was abandoned by a worker that stopped (BullMQ hands a stalled job to another worker):
+ * that attempt is recorded as failed first, and when it was the last one the run is `discarded`
+ * instead. Answers the runs now `running`; a run missing from the answer has nothing to run
+ * (cancelled, finalized, attempts spent or unknown). Ids must be distinct.
  */
-export async function startAttempt(db: Db, id: number, now: Date): Promise<JobRun | null> {
-  const stalled = { at: now.toISOString(), message: 'the worker running this attempt stopped before it finished' };
+/** What a worker needs of a run it starts. */
+export type StartedRun = Pick<JobRun, 'id' | 'kind' | 'attempt' | 'maxAttempts' | 'timeoutMs' | 'payload'>;
+
+export async function startAttempts(db: Db, attempts: { id: number; at: Date }[]): Promise<Map<number, StartedRun>> {
+  const stalled = 'the worker running this attempt stopped before it finished';
   // Every right-hand side sees the row as it was before this update.
-  const spent = "state = 'running' and attempt >= max_attempts";
-  const [row] = await db('job_runs')
-    .where({ id })
-    .whereIn('state', ['scheduled', 'available', 'retryable', 'running'])
-    .update({
-      errors: db.raw(
-        "case when state = 'running' then errors || jsonb_build_array(jsonb_build_object('at', ?::text, 'attempt', attempt, 'message', ?::text)) else errors end",
-        [stalled.at, stalled.message],
-      ),
-      state: db.raw(`case when ${spent} then 'discarded' else 'running' end`),
-      attempt: db.raw(`case when ${spent} then attempt else attempt + 1 end`),
-      attempted_at: db.raw(`case when ${spent} then attempted_at else ?::timestamptz end`, [now]),
-      finalized_at: db.raw(`case when ${spent} then ?::timestamptz else finalized_at end`, [now]),
-    })
-    .returning('*');
-  return row && row.state === 'running' ? toRun(row) : null;
+  const spent = "r.state = 'running' and r.attempt >= r.max_attempts";
+  const { rows } = await db.raw(
+    `update job_runs r set
+       errors = case when r.state = 'running'
+         then r.errors || jsonb_build_array(jsonb_build_object('at', v.at, 'attempt', r.attempt, 'message', ?::text))
+         else r.errors end,
+       state = case when ${spent} then 'discarded' else 'running' end,
+       attempt = case when ${spent} then r.attempt else r.attempt + 1 end,
+       attempted_at = case when ${spent} then r.attempted_at else v.at::timestamptz end,
+       finalized_at = case when ${spent} then v.at::timestamptz else r.finalized_at end,
+       handed_over_at = coalesce(r.handed_over_at, v.at::timestamptz)
+     from unnest(?::bigint[], ?::text[]) as v(id, at)
+     where r.id = v.id and r.state in ('scheduled', 'available', 'retryable', 'running')
+     returning r.id, r.kind, r.state, r.attempt, r.max_attempts, r.timeout_ms, r.payload`,
+    [stalled, attempts.map((a) => a.id), attempts.map((a) => a.at.toISOString())],
+  );
+  const started = new Map<number, StartedRun>();
+  for (const row of rows) {
+    if (row.state !== 'running') continue; // discarded: its last attempt was the one that stalled
+    const id = Number(row.id);
+    started.set(id, { id, kind: row.kind, attempt: row.attempt, maxAttempts: row.max_attempts, timeoutMs: row.timeout_ms, payload: row.payload });
+  }
+  return started;
 }
 
-export async function completeRun(db: Db, id: number, now: Date): Promise<JobRun | null> {
-  const [row] = await db('job_runs').where({ id, state: 'running' }).update({ state: 'completed', finalized_at: now }).returning('*');
-  return row ? toRun(row) : null;
+/** Ends attempts as `completed`, one statement for a batch; answers the ids that were `running`. */
+export async function completeRuns(db: Db, attempts: { id: number; at: Date }[]): Promise<Set<number>> {
+  const { rows } = await db.raw(
+    `update job_runs r set state = 'completed', finalized_at = v.at
+     from unnest(?::bigint[], ?::timestamptz[]) as v(id, at)
+     where r.id = v.id and r.state = 'running'
+     returning r.id`,
+    [attempts.map((a) => a.id), attempts.map((a) => a.at)],
+  );
+  return new Set(rows.map((row: { id: string | number }) => Number(row.id)));
 }
 
 /** Records a failed attempt: `retryable` at `retryAt`, or `discarded` when attempts are spent. */

@@ -14,6 +14,7 @@ import { nextCronTime, QUEUES, validateConfig, type JobConfig, type JobConfigOve
 import { formatDuration, parseDuration } from './duration';
 import type { JobKind, JobRegistry } from './kinds';
 import * as store from './store';
+import { WriteBatcher, type BatchItem } from './write-batcher';
 
 export interface JobSystemOptions<Services> {
   db: Knex;
@@ -30,7 +31,7 @@ export interface JobSystemOptions<Services> {
 
 /** Exponential backoff between attempts: 1 s, 2 s, 4 s… (BullMQ's own formula, mirrored in job_runs). */
 export const BACKOFF_MS = 1_000;
-const DEFAULT_CONCURRENCY: Record<QueueName, number> = { default: 5, mail: 5, maintenance: 1 };
+const DEFAULT_CONCURRENCY: Record<QueueName, number> = { default: 200, mail: 5, maintenance: 1 };
 const SCHEDULE_PREFIX = 'schedule:';
 const CANCEL_CHANNEL = 'jobs:cancel';
 const CONFIG_CHANNEL = 'jobs:config';
@@ -51,6 +52,9 @@ export class JobSystem<Services = unknown> {
   private stopping = false;
   /** Effective config per kind, refreshed from job_definitions by `reloadConfigs`. */
   private configs = new Map<string, JobConfig>();
+  /** Attempts starting and completing, written a batch per statement (see WriteBatcher). */
+  private readonly starts: WriteBatcher<Date, store.StartedRun>;
+  private readonly completions: WriteBatcher<Date, true>;
 
   constructor(private readonly opts: JobSystemOptions<Services>) {
     // Producer side fails fast while Redis is down: the outbox keeps the run and the sweeper retries.
@@ -63,6 +67,12 @@ export class JobSystem<Services = unknown> {
       this.queues.set(name, queue);
     }
     for (const kind of opts.registry.all()) this.configs.set(kind.name, kind.defaults);
+    const attempts = (items: BatchItem<Date>[]) => items.map(({ key, input }) => ({ id: key, at: input }));
+    this.starts = new WriteBatcher((items) => store.startAttempts(opts.db, attempts(items)));
+    this.completions = new WriteBatcher(async (items) => {
+      const completed = await store.completeRuns(opts.db, attempts(items));
+      return new Map([...completed].map((id) => [id, true as const]));
+    });
   }
 
   // ----- configuration -------------------------------------------------------------------------
@@ -90,42 +100,64 @@ export class JobSystem<Services = unknown> {
     by: { actor: Actor; meta?: RequestMeta },
     opts: { delayMs?: number } = {},
   ): Promise<store.JobRun> {
-    if (!this.opts.registry.get(kind)) throw new Error(`unknown job kind ${kind}`);
-    const config = this.configOf(kind);
-    const now = this.opts.now();
-    return store.insertRun(trx, {
-      kind,
-      queue: config.queue,
-      priority: config.priority,
-      maxAttempts: config.max_attempts,
-      timeoutMs: parseDuration(config.timeout)!,
-      payload,
-      now,
-      scheduledAt: new Date(now.getTime() + (opts.delayMs ?? 0)),
-      actorKind: by.actor.kind,
-      actorId: by.actor.id,
-      requestId: by.meta?.requestId ?? null,
-    });
+    const [run] = await this.enqueueMany(trx, [{ kind, payload, delayMs: opts.delayMs }], by);
+    return run!;
   }
 
-  /** Hands committed runs to BullMQ. Never throws: what fails here, the sweeper hands over later. */
-  async handOver(runs: store.JobRun[]): Promise<void> {
+  /** Writes many runs in one statement in the caller's transaction (bulk producers); `handOver` them after commit. */
+  async enqueueMany(
+    trx: Knex | Knex.Transaction,
+    jobs: { kind: string; payload: Record<string, unknown>; delayMs?: number }[],
+    by: { actor: Actor; meta?: RequestMeta },
+  ): Promise<store.JobRun[]> {
+    const now = this.opts.now();
+    return store.insertRuns(
+      trx,
+      jobs.map(({ kind, payload, delayMs }) => {
+        if (!this.opts.registry.get(kind)) throw new Error(`unknown job kind ${kind}`);
+        const config = this.configOf(kind);
+        return {
+          kind,
+          queue: config.queue,
+          priority: config.priority,
+          maxAttempts: config.max_attempts,
+          timeoutMs: parseDuration(config.timeout)!,
+          payload,
+          now,
+          scheduledAt: new Date(now.getTime() + (delayMs ?? 0)),
+          actorKind: by.actor.kind,
+          actorId: by.actor.id,
+          requestId: by.meta?.requestId ?? null,
+        };
+      }),
+    );
+  }
+
+  /**
+   * Hands committed runs to BullMQ, one round trip per queue, and answers the ids it handed over.
+   * Never throws: what fails here, the sweeper hands over later. It writes nothing to the database:
+   * the worker that starts a run marks it handed over, and the sweeper marks the runs it finds
+   * waiting in BullMQ, so a request that enqueues pays one Redis round trip after its commit.
+   */
+  async handOver(runs: store.JobRun[]): Promise<number[]> {
+    const byQueue = new Map<Queue, store.JobRun[]>();
+    for (const run of runs) {
+      const queue = this.queueOf(run);
+      byQueue.set(queue, [...(byQueue.get(queue) ?? []), run]);
+    }
     const done: number[] = [];
     await Promise.all(
-      runs.map(async (run) => {
+      [...byQueue].map(async ([queue, batch]) => {
         try {
-          await this.addToQueue(run);
-          done.push(run.id);
+          this.assertProducerReady();
+          await queue.addBulk(batch.map((run) => ({ name: run.kind, data: { runId: run.id }, opts: this.jobOptions(run) })));
+          for (const run of batch) done.push(run.id);
         } catch (err) {
-          this.opts.logger.warn('job hand-over to redis failed; the sweeper will retry', { run_id: run.id, error: errorMessage(err) });
+          this.opts.logger.warn('job hand-over to redis failed; the sweeper will retry', { run_ids: batch.map((r) => r.id), error: errorMessage(err) });
         }
       }),
     );
-    try {
-      await store.markHandedOver(this.opts.db, done, this.opts.now());
-    } catch (err) {
-      this.opts.logger.warn('could not mark runs handed over; the sweeper will re-add them (BullMQ ignores duplicates)', { error: errorMessage(err) });
-    }
+    return done;
   }
 
   /**
@@ -140,40 +172,37 @@ export class JobSystem<Services = unknown> {
     return this.queues.get(run.queue) ?? this.queues.get('default')!;
   }
 
-  private async addToQueue(run: store.JobRun): Promise<void> {
-    this.assertProducerReady();
-    const queue = this.queueOf(run);
-    await queue.add(
-      run.kind,
-      { runId: run.id },
-      {
-        jobId: bullJobId(run.id),
-        priority: run.priority || undefined,
-        delay: Math.max(0, run.scheduledAt.getTime() - this.opts.now().getTime()),
-        attempts: Math.max(1, run.maxAttempts - run.attempt),
-        backoff: { type: 'exponential', delay: BACKOFF_MS },
-        removeOnComplete: true,
-        removeOnFail: true,
-      },
-    );
+  private jobOptions(run: store.JobRun) {
+    return {
+      jobId: bullJobId(run.id),
+      priority: run.priority || undefined,
+      delay: Math.max(0, run.scheduledAt.getTime() - this.opts.now().getTime()),
+      attempts: Math.max(1, run.maxAttempts - run.attempt),
+      backoff: { type: 'exponential', delay: BACKOFF_MS },
+      removeOnComplete: true,
+      removeOnFail: true,
+    };
   }
 
   /**
-   * One sweep: marks due runs `available`, hands over the runs older than a few seconds that never
-   * reached BullMQ (the outbox), then the runs BullMQ lost (see `store.findOverdue`). A run whose
-   * BullMQ job is still active (an attempt finishing before an operator's retry) is left for the
-   * next sweep: an add now would be ignored and the retry lost. Re-adding is always safe: a worker
-   * starts only a run whose row still waits (or records a lost attempt). Returns how many runs
-   * were handed over.
+   * One sweep: marks due runs `available`; then checks the waiting runs older than a few seconds
+   * not yet marked handed over (the outbox): those BullMQ holds are marked, the others (Redis was
+   * down, the process died after the commit) are handed over and marked. Then the runs BullMQ lost
+   * (see `store.findOverdue`) are handed over again. A run whose BullMQ job is active is left
+   * alone: the worker running it marks it, and an add now would be ignored (an operator's retry
+   * lost). Re-adding is always safe: a worker starts only a run whose row still waits (or records a
+   * lost attempt). Returns how many runs were handed over.
    */
   async sweep(): Promise<number> {
     const now = this.opts.now();
     await store.makeDueAvailable(this.opts.db, now);
-    const stale = await store.findNotHandedOver(this.opts.db, new Date(now.getTime() - 2_000), 500);
+    const unmarked = await store.findNotHandedOver(this.opts.db, new Date(now.getTime() - 2_000), 500);
     let count = 0;
-    if (stale.length) {
-      this.opts.logger.info('sweeper handing over runs', { count: stale.length });
-      count += await this.handOverUnlessActive(stale, () => true);
+    if (unmarked.length) {
+      const { held, added } = await this.handOverUnlessHeld(unmarked, () => true);
+      await store.markHandedOver(this.opts.db, [...held, ...added], now);
+      if (added.length) this.opts.logger.info('sweeper handed over runs', { count: added.length });
+      count += added.length;
     }
     if (this.producer.status !== 'ready') return count;
     const overdue = await store.findOverdue(this.opts.db, { dueBefore: new Date(now.getTime() - OVERDUE_MS), now, graceMs: OVERDUE_MS, limit: 100 });
@@ -181,33 +210,38 @@ export class JobSystem<Services = unknown> {
       const paused = new Set<string>();
       for (const [name, queue] of this.queues) if (await queue.isPaused()) paused.add(name);
       // Lost: BullMQ holds no job for it, or only one that has finished.
-      const lost = await this.handOverUnlessActive(
+      const { added } = await this.handOverUnlessHeld(
         overdue.filter((run) => !paused.has(run.queue)),
         (state) => state === null || state === 'completed' || state === 'failed',
       );
-      if (lost) this.opts.logger.warn('sweeper handed over runs BullMQ had lost', { count: lost });
-      count += lost;
+      if (added.length) this.opts.logger.warn('sweeper handed over runs BullMQ had lost', { count: added.length });
+      count += added.length;
     }
     return count;
   }
 
-  private async handOverUnlessActive(runs: store.JobRun[], wanted: (state: string | null) => boolean): Promise<number> {
-    const ready = (
-      await Promise.all(
-        runs.map(async (run) => {
-          try {
-            const state = await this.jobState(run);
-            if (state === 'active' || !wanted(state)) return null;
-            if (state === 'completed' || state === 'failed') await this.queueOf(run).remove(bullJobId(run.id));
-          } catch {
-            // Redis unreachable: handOver below fails for it too and logs it.
-          }
-          return run;
-        }),
-      )
-    ).filter((run): run is store.JobRun => run !== null);
-    if (ready.length) await this.handOver(ready);
-    return ready.length;
+  /**
+   * Hands over the runs whose BullMQ job is in a state `wanted` (null: no job) after removing a
+   * finished one; `held` are the runs BullMQ already holds waiting, `added` those handed over now.
+   * Runs whose job is active, or that Redis could not be asked about, are in neither.
+   */
+  private async handOverUnlessHeld(runs: store.JobRun[], wanted: (state: string | null) => boolean): Promise<{ held: number[]; added: number[] }> {
+    const held: number[] = [];
+    const toAdd: store.JobRun[] = [];
+    await Promise.all(
+      runs.map(async (run) => {
+        try {
+          const state = await this.jobState(run);
+          if (state === 'active' || !wanted(state)) return;
+          if (state === 'completed' || state === 'failed') await this.queueOf(run).remove(bullJobId(run.id));
+          else if (state !== null) return void held.push(run.id);
+        } catch {
+          // Redis unreachable: handOver below fails for it too and logs it.
+        }
+        toAdd.push(run);
+      }),
+    );
+    return { held, added: toAdd.length ? await this.handOver(toAdd) : [] };
   }
 
   // ----- running -------------------------------------------------------------------------------
@@ -300,13 +334,20 @@ export class JobSystem<Services = unknown> {
       }
       return;
     }
-    const run = await store.startAttempt(db, runId, now());
+    const run = await this.starts.write(runId, now());
     if (!run) return; // cancelled, finalized, attempts spent or unknown: nothing to do
     const kind = this.opts.registry.get(run.kind);
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new Error(`timed out after ${formatDuration(run.timeoutMs)}`)), run.timeoutMs);
-    const signals = [timeout.signal, ...(signal ? [signal] : [])];
-    const combined = AbortSignal.any(signals);
+    // One signal for the handler: the timeout, or BullMQ's cancel (AbortSignal.any costs more per job).
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort(new Error(`timed out after ${formatDuration(run.timeoutMs)}`));
+    }, run.timeoutMs);
+    const onCancel = () => abort.abort(signal!.reason);
+    if (signal?.aborted) onCancel();
+    else signal?.addEventListener('abort', onCancel, { once: true });
+    const combined = abort.signal;
     const started = Date.now();
     try {
       if (!kind) throw new UnrecoverableError(`unknown job kind ${run.kind}`);
@@ -318,12 +359,12 @@ export class JobSystem<Services = unknown> {
           else combined.addEventListener('abort', () => reject(combined.reason), { once: true });
         }),
       ]);
-      await store.completeRun(db, run.id, now());
+      await this.completions.write(run.id, now());
       logger.info('job completed', { run_id: run.id, kind: run.kind, attempt: run.attempt, duration_ms: Date.now() - started });
     } catch (err) {
       const cancelled =
         this.cancelling.has(run.id) ||
-        (signal?.aborted && !timeout.signal.aborted) ||
+        (signal?.aborted && !timedOut) ||
         // The cancel was requested while this attempt was ending (the signal found no active job).
         (await this.cancelRequested(run.id).catch(() => false));
       if (cancelled) {
@@ -331,7 +372,7 @@ export class JobSystem<Services = unknown> {
         logger.info('job cancelled while running', { run_id: run.id, kind: run.kind });
         throw new UnrecoverableError('cancelled');
       }
-      const message = timeout.signal.aborted ? errorMessage(timeout.signal.reason) : errorMessage(err);
+      const message = timedOut ? errorMessage(combined.reason) : errorMessage(err);
       const final = run.attempt >= run.maxAttempts || err instanceof UnrecoverableError;
       const at = now();
       const retryAt = final ? null : new Date(at.getTime() + BACKOFF_MS * 2 ** (job.attemptsMade ?? 0));
@@ -340,6 +381,7 @@ export class JobSystem<Services = unknown> {
       throw final ? new UnrecoverableError(message) : new Error(message);
     } finally {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onCancel);
       this.cancelling.delete(run.id);
     }
   }
@@ -386,7 +428,10 @@ export class JobSystem<Services = unknown> {
     // A cancel requested earlier must not stop the retried run.
     await this.producer.del(this.cancelKey(run.id)).catch(() => undefined);
     const state = await this.jobState(run).catch(() => undefined);
-    if (state === undefined || state === null) return this.handOver([run]); // unknown (Redis down): the outbox keeps it
+    if (state === undefined || state === null) {
+      await this.handOver([run]); // on failure (Redis down) the outbox keeps it
+      return;
+    }
     if (state === 'delayed') {
       const job = await this.queueOf(run).getJob(bullJobId(run.id));
       await job?.promote().catch(() => undefined); // it may have become due meanwhile

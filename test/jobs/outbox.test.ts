@@ -139,6 +139,17 @@ it('the sweeper leaves runs it just saw committed to their own hand-over', async
   expect(calls.get(run.id)).toBe(1);
 });
 
+it('the sweeper marks a delayed run it finds in BullMQ without adding it again', async () => {
+  const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.counted', {}, system, { delayMs: 60_000 });
+  expect(await t.ctx.jobs.handOver([run])).toEqual([run.id]);
+  expect(await handedOverAt(run.id)).toBeNull(); // handOver writes nothing to the database
+  t.clock.advance(3_000);
+  expect(await t.ctx.jobs.sweep()).toBe(0);
+  expect(await handedOverAt(run.id)).not.toBeNull();
+  expect(await (await bullJob(run.id))?.isDelayed()).toBe(true);
+  expect((await apiRun(run.id)).state).toBe('scheduled');
+});
+
 it('a delayed run handed over by the sweeper keeps its delay', async () => {
   const run = await producer.jobs.enqueue(producer.db, 'test.counted', {}, system, { delayMs: 60_000 });
   await producer.jobs.handOver([run]);
@@ -266,9 +277,9 @@ describe('a producer whose Redis goes away and comes back', () => {
 
   it('down for a moment after working: handOver fails fast, the outbox keeps the run, and it runs exactly once', async () => {
     const before = await api.jobs.enqueue(api.db, 'test.counted', {}, system);
-    await api.jobs.handOver([before]);
-    expect(await handedOverAt(before.id)).not.toBeNull();
+    expect(await api.jobs.handOver([before])).toEqual([before.id]);
     await waitForState(before.id, 'completed');
+    expect(await handedOverAt(before.id)).not.toBeNull(); // marked by the worker that started it
 
     await proxy.down();
     const run = await api.jobs.enqueue(api.db, 'test.counted', {}, system);
@@ -320,8 +331,14 @@ describe('runs BullMQ lost (Redis restarted without its data)', () => {
   });
 });
 
+/** A run handed over and marked so (a delayed one is marked by the sweeper, which finds it in BullMQ). */
 async function enqueueHandedOver(opts: { delayMs?: number } = {}) {
   const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.counted', {}, system, opts);
   await t.ctx.jobs.handOver([run]);
+  if (opts.delayMs) {
+    t.clock.advance(3_000);
+    expect(await t.ctx.jobs.sweep()).toBe(0);
+    expect(await handedOverAt(run.id)).not.toBeNull();
+  }
   return run;
 }

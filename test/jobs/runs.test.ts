@@ -129,6 +129,7 @@ const bullJob = (id: number, queue = 'default') => t.ctx.jobs.queues.get(queue)!
 const waitUntilBullForgets = (id: number, queue = 'default') =>
   waitFor(`BullMQ to drop job ${id}`, async () => !(await bullJob(id, queue)));
 const waitForGate = (id: number) => waitFor(`run ${id} to reach its handler`, async () => gates.get(id));
+const startOne = async (id: number) => (await store.startAttempts(t.ctx.db, [{ id, at: t.clock.now }])).get(id);
 
 const errorEntry = (attempt: number, message: string | RegExp) => ({
   at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
@@ -238,23 +239,45 @@ describe('state transitions', () => {
   it('a stalled last attempt discards the run instead of starting an attempt it does not have', async () => {
     const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', {}, system);
     await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'running', attempt: 3, attempted_at: t.clock.now });
-    expect(await store.startAttempt(t.ctx.db, run.id, t.clock.now)).toBeNull();
+    expect(await startOne(run.id)).toBeUndefined();
     const done = await apiRun(run.id);
     expect(done).toMatchObject({ state: 'discarded', attempt: 3, max_attempts: 3, errors: [errorEntry(3, /stopped before it finished/)] });
     expect(done.finalized_at).not.toBeNull();
     expect(calls.get(run.id)).toBeUndefined();
   });
 
-  it('startAttempt moves a waiting run to running and leaves finalized runs alone', async () => {
+  it('startAttempts moves a waiting run to running and leaves finalized runs alone', async () => {
     const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', {}, system);
-    const started = await store.startAttempt(t.ctx.db, run.id, t.clock.now);
-    expect(started).toMatchObject({ state: 'running', attempt: 1, errors: [] });
+    expect(await startOne(run.id)).toEqual({ id: run.id, kind: 'test.succeeds', attempt: 1, maxAttempts: 3, timeoutMs: 5_000, payload: {} });
+    expect(await apiRun(run.id)).toMatchObject({ state: 'running', attempt: 1, errors: [] });
+    // A started run was handed over, whatever the producer managed to mark.
+    expect((await t.ctx.db('job_runs').where({ id: run.id }).first()).handed_over_at).not.toBeNull();
     // Re-delivered while the row says running: the first attempt is recorded as stalled.
-    const again = await store.startAttempt(t.ctx.db, run.id, t.clock.now);
-    expect(again).toMatchObject({ state: 'running', attempt: 2, errors: [{ attempt: 1 }] });
-    await store.completeRun(t.ctx.db, run.id, t.clock.now);
-    expect(await store.startAttempt(t.ctx.db, run.id, t.clock.now)).toBeNull();
+    expect(await startOne(run.id)).toMatchObject({ attempt: 2 });
+    expect(await apiRun(run.id)).toMatchObject({ state: 'running', attempt: 2, errors: [{ attempt: 1 }] });
+    expect(await store.completeRuns(t.ctx.db, [{ id: run.id, at: t.clock.now }])).toEqual(new Set([run.id]));
+    expect(await startOne(run.id)).toBeUndefined();
     expect((await apiRun(run.id)).state).toBe('completed');
+  });
+
+  it('one batch starts and completes several runs and answers each by id', async () => {
+    const [waiting, cancelled, other] = await t.ctx.jobs.enqueueMany(
+      t.ctx.db,
+      [{ kind: 'test.succeeds', payload: { n: 1 } }, { kind: 'test.succeeds', payload: { n: 2 } }, { kind: 'test.succeeds', payload: { n: 3 } }],
+      system,
+    );
+    expect([waiting!.payload, cancelled!.payload, other!.payload]).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    await t.ctx.db('job_runs').where({ id: cancelled!.id }).update({ state: 'cancelled', finalized_at: t.clock.now });
+    const at = t.clock.now;
+    const started = await store.startAttempts(t.ctx.db, [waiting!, cancelled!, other!].map(({ id }) => ({ id, at })));
+    expect([...started.keys()].sort()).toEqual([waiting!.id, other!.id].sort());
+    expect(started.get(waiting!.id)).toMatchObject({ attempt: 1, payload: { n: 1 } });
+    expect(await apiRun(waiting!.id)).toMatchObject({ state: 'running', attempt: 1, attempted_at: at.toISOString() });
+    const completed = await store.completeRuns(t.ctx.db, [waiting!, cancelled!].map(({ id }) => ({ id, at })));
+    expect(completed).toEqual(new Set([waiting!.id]));
+    expect((await apiRun(waiting!.id)).state).toBe('completed');
+    expect((await apiRun(cancelled!.id)).state).toBe('cancelled');
+    expect((await apiRun(other!.id)).state).toBe('running');
   });
 });
 

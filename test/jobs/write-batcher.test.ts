@@ -1,0 +1,57 @@
+import { WriteBatcher, type BatchItem } from '../../src/jobs/write-batcher';
+
+/** A flush that records each batch and answers when the test releases it. */
+function recordingFlush() {
+  const batches: BatchItem<string>[][] = [];
+  const releases: (() => void)[] = [];
+  const flush = (items: BatchItem<string>[]) => {
+    batches.push(items);
+    return new Promise<Map<number, string>>((resolve) => {
+      releases.push(() => resolve(new Map(items.map(({ key, input }) => [key, `${input}!`]))));
+    });
+  };
+  const release = async () => {
+    releases.shift()!();
+    await new Promise((r) => setImmediate(r));
+  };
+  return { batches, flush, release };
+}
+
+describe('WriteBatcher', () => {
+  it('sends a lone write at once and the writes queued meanwhile as one batch', async () => {
+    const { batches, flush, release } = recordingFlush();
+    const batcher = new WriteBatcher(flush);
+    const first = batcher.write(1, 'a');
+    const rest = [batcher.write(2, 'b'), batcher.write(3, 'c')];
+    expect(batches.map((b) => b.map((i) => i.key))).toEqual([[1]]);
+    await release();
+    expect(await first).toBe('a!');
+    expect(batches.map((b) => b.map((i) => i.key))).toEqual([[1], [2, 3]]);
+    await release();
+    expect(await Promise.all(rest)).toEqual(['b!', 'c!']);
+  });
+
+  it('never puts one key twice in a batch, and caps the batch size', async () => {
+    const { batches, flush, release } = recordingFlush();
+    const batcher = new WriteBatcher(flush, 2);
+    const writes = [batcher.write(9, 'x'), batcher.write(1, 'a'), batcher.write(1, 'b'), batcher.write(2, 'c'), batcher.write(3, 'd')];
+    await release();
+    await release();
+    await release();
+    expect(batches.map((b) => b.map((i) => i.input))).toEqual([['x'], ['a', 'c'], ['b', 'd']]);
+    expect(await Promise.all(writes)).toEqual(['x!', 'a!', 'b!', 'c!', 'd!']);
+  });
+
+  it('answers null for a key the flush did not answer, and rejects a whole batch whose flush failed', async () => {
+    let fail = false;
+    const batcher = new WriteBatcher<string, string>(async (items) => {
+      if (fail) throw new Error('database down');
+      return new Map(items.filter((i) => i.key !== 2).map((i) => [i.key, i.input]));
+    });
+    expect(await Promise.all([batcher.write(1, 'a'), batcher.write(2, 'b')])).toEqual(['a', null]);
+    fail = true;
+    await expect(batcher.write(3, 'c')).rejects.toThrow('database down');
+    fail = false;
+    expect(await batcher.write(4, 'd')).toBe('d'); // the batcher goes on after a failed batch
+  });
+});
