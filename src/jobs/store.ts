@@ -2,6 +2,7 @@
 // instances (or a worker and an operator) can never both move a run from the same state.
 import type { Knex } from 'knex';
 import type { ActorKind } from '../audit/store';
+import { prepared, runPrepared } from '../platform/prepared';
 
 export type JobState = 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded';
 export const JOB_STATES: JobState[] = ['scheduled', 'available', 'running', 'retryable', 'completed', 'cancelled', 'discarded'];
@@ -74,35 +75,37 @@ export interface NewRun {
   requestId: string | null;
 }
 
+const INSERT_RUNS = prepared(
+  'job_runs.insert',
+  `insert into job_runs (kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
+   select kind, queue, priority, state, max_attempts, timeout_ms, payload::jsonb, created_at, scheduled_at, actor_kind, actor_id, request_id
+   from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[])
+     as v(kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
+   returning id`,
+);
+
 const initialState = (run: NewRun): JobState => (run.scheduledAt > run.now ? 'scheduled' : 'available');
 
 /** Inserts runs in one statement (a column of values per parameter); answers them in the order given. */
 export async function insertRuns(db: Db, runs: NewRun[]): Promise<JobRun[]> {
   if (!runs.length) return [];
-  const column = (value: (run: NewRun) => Knex.Value): Knex.Value => runs.map(value) as Knex.Value;
-  const { rows } = await db.raw(
-    `insert into job_runs (kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
-     select kind, queue, priority, state, max_attempts, timeout_ms, payload::jsonb, created_at, scheduled_at, actor_kind, actor_id, request_id
-     from unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::int[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[], ?::text[])
-       as v(kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
-     returning id`,
-    [
-      column((r) => r.kind),
-      column((r) => r.queue),
-      column((r) => r.priority),
-      column(initialState),
-      column((r) => r.maxAttempts),
-      column((r) => r.timeoutMs),
-      column((r) => JSON.stringify(r.payload)),
-      column((r) => r.now),
-      column((r) => r.scheduledAt),
-      column((r) => r.actorKind),
-      column((r) => r.actorId),
-      column((r) => r.requestId),
-    ],
-  );
+  const column = (value: (run: NewRun) => unknown) => runs.map(value);
+  const rows = await runPrepared<{ id: number }>(db, INSERT_RUNS, [
+    column((r) => r.kind),
+    column((r) => r.queue),
+    column((r) => r.priority),
+    column(initialState),
+    column((r) => r.maxAttempts),
+    column((r) => r.timeoutMs),
+    column((r) => JSON.stringify(r.payload)),
+    column((r) => r.now),
+    column((r) => r.scheduledAt),
+    column((r) => r.actorKind),
+    column((r) => r.actorId),
+    column((r) => r.requestId),
+  ]);
   // Ids come from the sequence in the order of the rows given; the rest of each row is what was sent.
-  const ids = rows.map((row: { id: string }) => Number(row.id)).sort((a: number, b: number) => a - b);
+  const ids = rows.map((row) => Number(row.id)).sort((a, b) => a - b);
   return runs.map((run, i) => ({
     id: ids[i]!,
     kind: run.kind,
@@ -132,7 +135,7 @@ export async function getRun(db: Db, id: number): Promise<JobRun | null> {
 
 /**
  * Rows a worker is starting right now are skipped, not waited for: starting a run marks it handed
- * over too (see `startAttempts`), and a row left unmarked is only handed over again (harmless).
+ * over too (see `writeAttempts`), and a row left unmarked is only handed over again (harmless).
  */
 export async function markHandedOver(db: Db, ids: number[], now: Date): Promise<void> {
   if (!ids.length) return;
@@ -174,54 +177,61 @@ export async function findOverdue(db: Db, opts: { dueBefore: Date; now: Date; gr
   return rows.map(toRun);
 }
 
-/**
- * Starts attempts, one statement for a batch of runs (`at`: each attempt's start). A run found
- * `running` was abandoned by a worker that stopped (BullMQ hands a stalled job to another worker):
- * that attempt is recorded as failed first, and when it was the last one the run is `discarded`
- * instead. Answers the runs now `running`; a run missing from the answer has nothing to run
- * (cancelled, finalized, attempts spent or unknown). Ids must be distinct.
- */
 /** What a worker needs of a run it starts. */
 export type StartedRun = Pick<JobRun, 'id' | 'kind' | 'attempt' | 'maxAttempts' | 'timeoutMs' | 'payload'>;
 
-export async function startAttempts(db: Db, attempts: { id: number; at: Date }[]): Promise<Map<number, StartedRun>> {
-  const stalled = 'the worker running this attempt stopped before it finished';
-  // Every right-hand side sees the row as it was before this update.
-  const spent = "r.state = 'running' and r.attempt >= r.max_attempts";
-  const { rows } = await db.raw(
-    `update job_runs r set
+// Every right-hand side sees the row as it was before this update.
+const SPENT = "r.state = 'running' and r.attempt >= r.max_attempts";
+// Both updates in one statement (one round trip and one commit for a worker's batch); the caller
+// keeps the two id lists disjoint, as one statement may not change a row twice.
+const WRITE_ATTEMPTS = prepared(
+  'job_runs.write_attempts',
+  `with completed as (
+     update job_runs r set state = 'completed', finalized_at = $3
+     where r.id = any($2::bigint[]) and r.state = 'running'
+     returning r.id
+   ), started as (
+     update job_runs r set
        errors = case when r.state = 'running'
-         then r.errors || jsonb_build_array(jsonb_build_object('at', v.at, 'attempt', r.attempt, 'message', ?::text))
+         then r.errors || jsonb_build_array(jsonb_build_object('at', $4::text, 'attempt', r.attempt, 'message', 'the worker running this attempt stopped before it finished'))
          else r.errors end,
-       state = case when ${spent} then 'discarded' else 'running' end,
-       attempt = case when ${spent} then r.attempt else r.attempt + 1 end,
-       attempted_at = case when ${spent} then r.attempted_at else v.at::timestamptz end,
-       finalized_at = case when ${spent} then v.at::timestamptz else r.finalized_at end,
-       handed_over_at = coalesce(r.handed_over_at, v.at::timestamptz)
-     from unnest(?::bigint[], ?::text[]) as v(id, at)
-     where r.id = v.id and r.state in ('scheduled', 'available', 'retryable', 'running')
-     returning r.id, r.kind, r.state, r.attempt, r.max_attempts, r.timeout_ms, r.payload`,
-    [stalled, attempts.map((a) => a.id), attempts.map((a) => a.at.toISOString())],
-  );
-  const started = new Map<number, StartedRun>();
-  for (const row of rows) {
-    if (row.state !== 'running') continue; // discarded: its last attempt was the one that stalled
-    const id = Number(row.id);
-    started.set(id, { id, kind: row.kind, attempt: row.attempt, maxAttempts: row.max_attempts, timeoutMs: row.timeout_ms, payload: row.payload });
-  }
-  return started;
-}
+       state = case when ${SPENT} then 'discarded' else 'running' end,
+       attempt = case when ${SPENT} then r.attempt else r.attempt + 1 end,
+       attempted_at = case when ${SPENT} then r.attempted_at else $3 end,
+       finalized_at = case when ${SPENT} then $3 else r.finalized_at end,
+       handed_over_at = coalesce(r.handed_over_at, $3)
+     where r.id = any($1::bigint[]) and r.state in ('scheduled', 'available', 'retryable', 'running')
+     returning r.id, r.kind, r.state, r.attempt, r.max_attempts, r.timeout_ms, r.payload
+   )
+   select id, kind, state, attempt, max_attempts, timeout_ms, payload from started
+   union all
+   select id, null, 'completed', null, null, null, null from completed`,
+);
 
-/** Ends attempts as `completed`, one statement for a batch; answers the ids that were `running`. */
-export async function completeRuns(db: Db, attempts: { id: number; at: Date }[]): Promise<Set<number>> {
-  const { rows } = await db.raw(
-    `update job_runs r set state = 'completed', finalized_at = v.at
-     from unnest(?::bigint[], ?::timestamptz[]) as v(id, at)
-     where r.id = v.id and r.state = 'running'
-     returning r.id`,
-    [attempts.map((a) => a.id), attempts.map((a) => a.at)],
-  );
-  return new Set(rows.map((row: { id: string | number }) => Number(row.id)));
+/**
+ * Starts attempts and ends others as `completed`, in one statement at `at` (a worker's batch).
+ * A run found `running` when it starts was abandoned by a worker that stopped (BullMQ hands a
+ * stalled job to another worker): that attempt is recorded as failed first, and when it was the
+ * last one the run is `discarded` instead. `started`: the runs now `running` (one missing has
+ * nothing to run: cancelled, finalized, attempts spent or unknown); `completed`: the runs that
+ * were `running` and are now `completed`. No id may be in both lists, or twice in one.
+ */
+export async function writeAttempts(
+  db: Db,
+  batch: { start: number[]; complete: number[]; at: Date },
+): Promise<{ started: Map<number, StartedRun>; completed: Set<number> }> {
+  const idList = (ids: number[]) => `{${ids.join(',')}}`;
+  const rows = await runPrepared(db, WRITE_ATTEMPTS, [idList(batch.start), idList(batch.complete), batch.at, batch.at.toISOString()]);
+  const started = new Map<number, StartedRun>();
+  const completed = new Set<number>();
+  for (const row of rows) {
+    const id = Number(row.id);
+    if (row.kind === null) completed.add(id);
+    else if (row.state === 'running') {
+      started.set(id, { id, kind: row.kind, attempt: row.attempt, maxAttempts: row.max_attempts, timeoutMs: row.timeout_ms, payload: row.payload });
+    } // else discarded: its last attempt was the one that stalled
+  }
+  return { started, completed };
 }
 
 /** Records a failed attempt: `retryable` at `retryAt`, or `discarded` when attempts are spent. */

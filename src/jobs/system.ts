@@ -14,7 +14,7 @@ import { nextCronTime, QUEUES, validateConfig, type JobConfig, type JobConfigOve
 import { formatDuration, parseDuration } from './duration';
 import type { JobKind, JobRegistry } from './kinds';
 import * as store from './store';
-import { WriteBatcher, type BatchItem } from './write-batcher';
+import { WriteBatcher } from './write-batcher';
 
 export interface JobSystemOptions<Services> {
   db: Knex;
@@ -53,8 +53,7 @@ export class JobSystem<Services = unknown> {
   /** Effective config per kind, refreshed from job_definitions by `reloadConfigs`. */
   private configs = new Map<string, JobConfig>();
   /** Attempts starting and completing, written a batch per statement (see WriteBatcher). */
-  private readonly starts: WriteBatcher<Date, store.StartedRun>;
-  private readonly completions: WriteBatcher<Date, true>;
+  private readonly attemptWrites: WriteBatcher<'start' | 'complete', store.StartedRun | true>;
 
   constructor(private readonly opts: JobSystemOptions<Services>) {
     // Producer side fails fast while Redis is down: the outbox keeps the run and the sweeper retries.
@@ -67,11 +66,10 @@ export class JobSystem<Services = unknown> {
       this.queues.set(name, queue);
     }
     for (const kind of opts.registry.all()) this.configs.set(kind.name, kind.defaults);
-    const attempts = (items: BatchItem<Date>[]) => items.map(({ key, input }) => ({ id: key, at: input }));
-    this.starts = new WriteBatcher((items) => store.startAttempts(opts.db, attempts(items)));
-    this.completions = new WriteBatcher(async (items) => {
-      const completed = await store.completeRuns(opts.db, attempts(items));
-      return new Map([...completed].map((id) => [id, true as const]));
+    this.attemptWrites = new WriteBatcher(async (items) => {
+      const ids = (op: 'start' | 'complete') => items.filter((item) => item.input === op).map((item) => item.key);
+      const { started, completed } = await store.writeAttempts(opts.db, { start: ids('start'), complete: ids('complete'), at: opts.now() });
+      return new Map<number, store.StartedRun | true>([...started, ...[...completed].map((id) => [id, true] as const)]);
     });
   }
 
@@ -334,7 +332,7 @@ export class JobSystem<Services = unknown> {
       }
       return;
     }
-    const run = await this.starts.write(runId, now());
+    const run = (await this.attemptWrites.write(runId, 'start')) as store.StartedRun | null;
     if (!run) return; // cancelled, finalized, attempts spent or unknown: nothing to do
     const kind = this.opts.registry.get(run.kind);
     // One signal for the handler: the timeout, or BullMQ's cancel (AbortSignal.any costs more per job).
@@ -359,7 +357,7 @@ export class JobSystem<Services = unknown> {
           else combined.addEventListener('abort', () => reject(combined.reason), { once: true });
         }),
       ]);
-      await this.completions.write(run.id, now());
+      await this.attemptWrites.write(run.id, 'complete');
       logger.info('job completed', { run_id: run.id, kind: run.kind, attempt: run.attempt, duration_ms: Date.now() - started });
     } catch (err) {
       const cancelled =

@@ -129,7 +129,7 @@ const bullJob = (id: number, queue = 'default') => t.ctx.jobs.queues.get(queue)!
 const waitUntilBullForgets = (id: number, queue = 'default') =>
   waitFor(`BullMQ to drop job ${id}`, async () => !(await bullJob(id, queue)));
 const waitForGate = (id: number) => waitFor(`run ${id} to reach its handler`, async () => gates.get(id));
-const startOne = async (id: number) => (await store.startAttempts(t.ctx.db, [{ id, at: t.clock.now }])).get(id);
+const startOne = async (id: number) => (await store.writeAttempts(t.ctx.db, { start: [id], complete: [], at: t.clock.now })).started.get(id);
 
 const errorEntry = (attempt: number, message: string | RegExp) => ({
   at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
@@ -246,7 +246,7 @@ describe('state transitions', () => {
     expect(calls.get(run.id)).toBeUndefined();
   });
 
-  it('startAttempts moves a waiting run to running and leaves finalized runs alone', async () => {
+  it('writeAttempts moves a waiting run to running and leaves finalized runs alone', async () => {
     const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', {}, system);
     expect(await startOne(run.id)).toEqual({ id: run.id, kind: 'test.succeeds', attempt: 1, maxAttempts: 3, timeoutMs: 5_000, payload: {} });
     expect(await apiRun(run.id)).toMatchObject({ state: 'running', attempt: 1, errors: [] });
@@ -255,29 +255,31 @@ describe('state transitions', () => {
     // Re-delivered while the row says running: the first attempt is recorded as stalled.
     expect(await startOne(run.id)).toMatchObject({ attempt: 2 });
     expect(await apiRun(run.id)).toMatchObject({ state: 'running', attempt: 2, errors: [{ attempt: 1 }] });
-    expect(await store.completeRuns(t.ctx.db, [{ id: run.id, at: t.clock.now }])).toEqual(new Set([run.id]));
+    expect((await store.writeAttempts(t.ctx.db, { start: [], complete: [run.id], at: t.clock.now })).completed).toEqual(new Set([run.id]));
     expect(await startOne(run.id)).toBeUndefined();
     expect((await apiRun(run.id)).state).toBe('completed');
   });
 
-  it('one batch starts and completes several runs and answers each by id', async () => {
-    const [waiting, cancelled, other] = await t.ctx.jobs.enqueueMany(
+  it('one statement starts some runs and completes others, and answers each by id', async () => {
+    const [waiting, cancelled, other, running] = await t.ctx.jobs.enqueueMany(
       t.ctx.db,
-      [{ kind: 'test.succeeds', payload: { n: 1 } }, { kind: 'test.succeeds', payload: { n: 2 } }, { kind: 'test.succeeds', payload: { n: 3 } }],
+      [1, 2, 3, 4].map((n) => ({ kind: 'test.succeeds', payload: { n } })),
       system,
     );
-    expect([waiting!.payload, cancelled!.payload, other!.payload]).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    expect([waiting, cancelled, other, running].map((run) => run!.payload)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
     await t.ctx.db('job_runs').where({ id: cancelled!.id }).update({ state: 'cancelled', finalized_at: t.clock.now });
+    await startOne(running!.id);
+    t.clock.advance(1_000);
     const at = t.clock.now;
-    const started = await store.startAttempts(t.ctx.db, [waiting!, cancelled!, other!].map(({ id }) => ({ id, at })));
+    const { started, completed } = await store.writeAttempts(t.ctx.db, { start: [waiting!.id, cancelled!.id, other!.id], complete: [running!.id], at });
     expect([...started.keys()].sort()).toEqual([waiting!.id, other!.id].sort());
     expect(started.get(waiting!.id)).toMatchObject({ attempt: 1, payload: { n: 1 } });
+    expect(completed).toEqual(new Set([running!.id]));
     expect(await apiRun(waiting!.id)).toMatchObject({ state: 'running', attempt: 1, attempted_at: at.toISOString() });
-    const completed = await store.completeRuns(t.ctx.db, [waiting!, cancelled!].map(({ id }) => ({ id, at })));
-    expect(completed).toEqual(new Set([waiting!.id]));
-    expect((await apiRun(waiting!.id)).state).toBe('completed');
+    expect(await apiRun(running!.id)).toMatchObject({ state: 'completed', finalized_at: at.toISOString() });
     expect((await apiRun(cancelled!.id)).state).toBe('cancelled');
-    expect((await apiRun(other!.id)).state).toBe('running');
+    // A completion for a run that is no longer running changes nothing.
+    expect((await store.writeAttempts(t.ctx.db, { start: [], complete: [cancelled!.id], at })).completed.size).toBe(0);
   });
 });
 

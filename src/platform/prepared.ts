@@ -1,0 +1,29 @@
+// Hot statements (a request's session lookup, the job workers' batched writes) as named prepared
+// statements on knex's own connections: no query building per call, and Postgres parses and plans
+// each statement once per connection instead of on every execution. Inside a transaction the
+// statement runs on the transaction's connection (knex's transaction client hands out only that).
+import type { Knex } from 'knex';
+import type { QueryResultRow } from 'pg';
+
+/** A statement with a fixed text (placeholders $1…$n) and a name unique in the process. */
+export interface Prepared {
+  name: string;
+  text: string;
+}
+
+export function prepared(name: string, text: string): Prepared {
+  return { name, text };
+}
+
+interface PgConnection {
+  query<R extends QueryResultRow>(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }>;
+}
+
+export async function runPrepared<R extends QueryResultRow>(db: Knex | Knex.Transaction, statement: Prepared, values: unknown[]): Promise<R[]> {
+  const connection = (await db.client.acquireConnection()) as PgConnection;
+  try {
+    return (await connection.query<R>({ name: statement.name, text: statement.text, values })).rows;
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}
