@@ -1,0 +1,178 @@
+// Jobs per second end to end through our job system (outbox row → handOver → our workers → row
+// `completed`) for a no-op kind, beside bare BullMQ (Queue.add + Worker) in the same run.
+//
+//   npm run bench:jobs -- [--n 2000] [--batch 50] [--producers 1] [--warmup 200] [--rounds 3] [--profile]
+//
+// Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust; BENCH_DATABASE_URL to change) and
+// Redis (REDIS_URL, default redis://127.0.0.1:6379). Creates a scratch database bench_jobs_<random>
+// and uses the Redis key prefix bench:<random>:, and removes both when it ends.
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import knex, { type Knex } from 'knex';
+import { adminUrl, deleteKeys } from '../scratch';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { createDatabase, migrateLatest } from '../../src/platform/database';
+import { createRedis } from '../../src/platform/redis';
+import { buildAppContext } from '../../src/app-context-factory';
+import type { AppContext } from '../../src/app-context';
+import { measureBare, type Measurement } from './bare';
+import { measureOurs, noopKind } from './ours';
+import { ProcessProfile, QueryProfile } from './profile';
+
+const AIM = 0.5;
+
+interface Options {
+  n: number;
+  batch: number;
+  producers: number;
+  warmup: number;
+  rounds: number;
+  profile: boolean;
+}
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { n: 2000, batch: 50, producers: 1, warmup: 200, rounds: 3, profile: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.split('=', 2) as [string, string | undefined];
+    if (flag === '--profile') {
+      opts.profile = true;
+      continue;
+    }
+    const flags: Record<string, 'n' | 'batch' | 'producers' | 'warmup' | 'rounds'> = {
+      '--n': 'n',
+      '--batch': 'batch',
+      '--producers': 'producers',
+      '--warmup': 'warmup',
+      '--rounds': 'rounds',
+    };
+    const key = flags[flag];
+    const value = Number(inline ?? argv[++i]);
+    if (!key || !Number.isInteger(value) || value < (key === 'warmup' ? 0 : 1)) {
+      throw new Error(`usage: bench:jobs [--n 2000] [--batch 50] [--producers 1] [--warmup 200] [--rounds 3] [--profile] (bad argument: ${arg})`);
+    }
+    opts[key] = value;
+  }
+  return opts;
+}
+
+
+async function asAdmin(sql: string): Promise<void> {
+  const admin = knex({ client: 'pg', connection: adminUrl('postgres'), pool: { min: 0, max: 1 } });
+  try {
+    await admin.raw(sql);
+  } finally {
+    await admin.destroy();
+  }
+}
+
+
+const rate = (m: Measurement) => (m.n / m.ms) * 1000;
+const median = (ms: Measurement[]) => [...ms].sort((a, b) => rate(a) - rate(b))[Math.floor((ms.length - 1) / 2)]!;
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const id = randomBytes(4).toString('hex');
+  const database = `bench_jobs_${id}`;
+  const prefix = `bench:${id}:`;
+  const config = loadConfig({ ...process.env, NODE_ENV: 'test', DATABASE_URL: adminUrl(database), REDIS_PREFIX: prefix, LOG_LEVEL: 'warn' });
+  const logger = createLogger(config.logLevel);
+
+  let ctx: AppContext | null = null;
+  let probe: Knex | null = null;
+  let dbCreated = false;
+  let cleaned: Promise<void> | null = null;
+  const cleanup = () =>
+    (cleaned ??= (async () => {
+      if (ctx) {
+        await ctx.jobs.stop();
+        ctx.mailer.close();
+        ctx.redis.disconnect();
+        await ctx.db.destroy();
+      }
+      await probe?.destroy();
+      if (dbCreated) await asAdmin(`drop database if exists "${database}" with (force)`);
+      const keys = await deleteKeys(config.redisUrl, prefix);
+      console.log(`cleaned up: dropped ${database}, deleted ${keys} Redis keys under ${prefix}`);
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`${signal}: cleaning up`);
+      cleanup().finally(() => process.exit(130));
+    });
+  }
+
+  try {
+    await asAdmin(`create database "${database}"`);
+    dbCreated = true;
+    const db = createDatabase(config.databaseUrl!, config.databasePoolMax, logger);
+    await migrateLatest(db, logger);
+    ctx = buildAppContext({ config, logger, db, redis: createRedis(config.redisUrl, logger), extraJobKinds: [noopKind] });
+    ctx.state.databaseReady = true;
+    probe = knex({ client: 'pg', connection: config.databaseUrl!, pool: { min: 1, max: 1 } });
+    await ctx.jobs.init();
+    await ctx.jobs.startWorkers();
+    const concurrency = ctx.jobs.concurrencyOf('default');
+
+    console.log(
+      `jobs benchmark: no-op kind, queue 'default', concurrency ${concurrency}, N=${opts.n}, batches of ${opts.batch}, ${opts.producers} producer(s), ` +
+        `warm-up ${opts.warmup}, ${opts.rounds} round(s), DB pool ${config.databasePoolMax}; node ${process.version}, ${os.cpus().length} CPUs`,
+    );
+    console.log(
+      'both sides add one BullMQ job per run, a batch at a time with one addBulk (ours: a transaction with enqueueMany()\n' +
+        'per batch, then handOver(), which marks the rows handed over), removeOnComplete/removeOnFail on both.',
+    );
+
+    const bare = (name: string, n: number) =>
+      measureBare({ redisUrl: config.redisUrl, prefix: `${prefix}bare-${name}`, queue: 'default', n, batch: opts.batch, producers: opts.producers, concurrency });
+    if (opts.warmup > 0) {
+      await measureOurs(ctx, probe, opts.warmup, opts.batch, opts.producers);
+    }
+
+    const ours: Measurement[] = [];
+    const bares: Measurement[] = [];
+    const queries = opts.profile ? new QueryProfile(ctx.db) : null;
+    const proc = opts.profile ? new ProcessProfile() : null;
+    for (let round = 1; round <= opts.rounds; round++) {
+      queries?.start();
+      proc?.start();
+      const o = await measureOurs(ctx, probe, opts.n, opts.batch, opts.producers);
+      const oursProc = proc?.stop(opts.n, o.ms);
+      queries?.stop();
+      proc?.start();
+      const b = o;
+      const bareProc = proc?.stop(opts.n, b.ms);
+      ours.push(o);
+      bares.push(b);
+      console.log(
+        `round ${round}: ours ${rate(o).toFixed(0)} jobs/s (enqueued in ${(o.enqueueMs / 1000).toFixed(2)} s), ` +
+          `bare ${rate(b).toFixed(0)} jobs/s (added in ${(b.enqueueMs / 1000).toFixed(2)} s), ratio ${(rate(o) / rate(b)).toFixed(2)}`,
+      );
+      if (proc) console.log(`  ours: ${oursProc}\n  bare: ${bareProc}`);
+      if (queries && round === opts.rounds) {
+        console.log(`\nPostgres statements of our side, round ${round} (latency = sent → answered, as the caller waits):`);
+        for (const line of queries.report(opts.n, o.ms, concurrency)) console.log(`  ${line}`);
+      }
+    }
+
+    const o = median(ours);
+    const b = median(bares);
+    // Each round measures both sides back to back: the median of the rounds' ratios is the
+    // figure least moved by other load on the machine drifting between rounds.
+    const ratios = ours.map((m, i) => rate(m) / rate(bares[i]!)).sort((x, y) => x - y);
+    const ratio = ratios[Math.floor((ratios.length - 1) / 2)]!;
+    console.log(`\nmedian of ${opts.rounds} round(s):`);
+    console.log(`  ${'side'.padEnd(34)} ${'N'.padStart(6)} ${'seconds'.padStart(8)} ${'jobs/s'.padStart(8)}`);
+    console.log(`  ${'ours (outbox → workers → row)'.padEnd(34)} ${String(o.n).padStart(6)} ${(o.ms / 1000).toFixed(3).padStart(8)} ${rate(o).toFixed(0).padStart(8)}`);
+    console.log(`  ${'bare BullMQ (add → worker)'.padEnd(34)} ${String(b.n).padStart(6)} ${(b.ms / 1000).toFixed(3).padStart(8)} ${rate(b).toFixed(0).padStart(8)}`);
+    console.log(`  ratio ours/bare: ${ratio.toFixed(2)} (median of the rounds' ratios) — aim ≥ ${AIM}: ${ratio >= AIM ? 'met' : 'NOT met'}\n`);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exitCode = 1;
+});
