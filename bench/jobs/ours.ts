@@ -19,18 +19,28 @@ export const noopKind: JobKind<AppContext> = {
 const FINAL = ['completed', 'cancelled', 'discarded'];
 
 /**
- * Enqueues `n` runs in transactions of `batch` runs (one `enqueueMany` per batch, then `handOver` of the
- * batch after commit; `producers` such loops at once, like concurrent requests) and waits until
- * all rows are final. `probe` is a separate connection used only to watch progress, so polling
+ * Enqueues `n` runs a batch at a time (one `enqueueMany` per batch, then `handOver` of the batch
+ * after commit; `producers` such loops at once, like concurrent requests) and waits until all rows
+ * are final. `inTransaction`: each batch is written inside an explicit transaction (BEGIN, INSERT,
+ * COMMIT: a business transaction that enqueues), else as one statement (its own transaction, as a
+ * bulk producer would). `probe` is a separate connection used only to watch progress, so polling
  * never takes a connection from the pool our enqueues and workers use.
  */
-export async function measureOurs(ctx: AppContext, probe: Knex, n: number, batch: number, producers: number): Promise<Measurement> {
+export async function measureOurs(
+  ctx: AppContext,
+  probe: Knex,
+  opts: { n: number; batch: number; producers: number; inTransaction: boolean },
+): Promise<Measurement> {
+  const { n } = opts;
+  const by = { actor: { kind: 'system' as const, id: null } };
   const base = Number((await probe('job_runs').max<{ max: number | null }>('id as max').first())?.max ?? 0);
   const startedAt = Date.now(); // wall clock: finalized_at comes from the same clock (ctx.now)
   const t0 = performance.now();
-  await inBatches(n, batch, producers, async (first, size) => {
+  await inBatches(n, opts.batch, opts.producers, async (first, size) => {
     const jobs = Array.from({ length: size }, (_, j) => ({ kind: NOOP_KIND, payload: { i: first + j } }));
-    const runs = await ctx.db.transaction((trx) => ctx.jobs.enqueueMany(trx, jobs, { actor: { kind: 'system', id: null } }));
+    const runs = opts.inTransaction
+      ? await ctx.db.transaction((trx) => ctx.jobs.enqueueMany(trx, jobs, by))
+      : await ctx.jobs.enqueueMany(ctx.db, jobs, by);
     await ctx.jobs.handOver(runs);
   });
   const enqueueMs = performance.now() - t0;

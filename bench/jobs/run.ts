@@ -1,7 +1,11 @@
 // Jobs per second end to end through our job system (outbox row → handOver → our workers → row
 // `completed`) for a no-op kind, beside bare BullMQ (Queue.add + Worker) in the same run.
 //
-//   npm run bench:jobs -- [--n 2000] [--batch 50] [--producers 1] [--warmup 200] [--rounds 3] [--profile]
+//   npm run bench:jobs -- [--n 5000] [--batch 50] [--producers 1] [--warmup 2000] [--rounds 3] [--in-transaction] [--profile]
+//
+// --in-transaction wraps each of our batches in an explicit transaction (BEGIN, INSERT, COMMIT), as
+// a request that enqueues inside its business transaction does; by default a batch is one INSERT
+// statement (its own transaction), as a bulk producer writes it.
 //
 // Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust; BENCH_DATABASE_URL to change) and
 // Redis (REDIS_URL, default redis://127.0.0.1:6379). Creates a scratch database bench_jobs_<random>
@@ -29,15 +33,16 @@ interface Options {
   warmup: number;
   rounds: number;
   profile: boolean;
+  inTransaction: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { n: 2000, batch: 50, producers: 1, warmup: 200, rounds: 3, profile: false };
+  const opts: Options = { n: 5000, batch: 50, producers: 1, warmup: 2000, rounds: 3, profile: false, inTransaction: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.split('=', 2) as [string, string | undefined];
-    if (flag === '--profile') {
-      opts.profile = true;
+    if (flag === '--profile' || flag === '--in-transaction') {
+      opts[flag === '--profile' ? 'profile' : 'inTransaction'] = true;
       continue;
     }
     const flags: Record<string, 'n' | 'batch' | 'producers' | 'warmup' | 'rounds'> = {
@@ -50,7 +55,7 @@ function parseArgs(argv: string[]): Options {
     const key = flags[flag];
     const value = Number(inline ?? argv[++i]);
     if (!key || !Number.isInteger(value) || value < (key === 'warmup' ? 0 : 1)) {
-      throw new Error(`usage: bench:jobs [--n 2000] [--batch 50] [--producers 1] [--warmup 200] [--rounds 3] [--profile] (bad argument: ${arg})`);
+      throw new Error(`usage: bench:jobs [--n 5000] [--batch 50] [--producers 1] [--warmup 2000] [--rounds 3] [--in-transaction] [--profile] (bad argument: ${arg})`);
     }
     opts[key] = value;
   }
@@ -120,14 +125,15 @@ async function main(): Promise<void> {
         `warm-up ${opts.warmup}, ${opts.rounds} round(s), DB pool ${config.databasePoolMax}; node ${process.version}, ${os.cpus().length} CPUs`,
     );
     console.log(
-      'both sides add one BullMQ job per run, a batch at a time with one addBulk (ours: a transaction with enqueueMany()\n' +
-        'per batch, then handOver(), which marks the rows handed over), removeOnComplete/removeOnFail on both.',
+      'both sides add one BullMQ job per run, a batch at a time with one addBulk; ours writes each batch with enqueueMany()\n' +
+        (opts.inTransaction ? 'inside an explicit transaction (BEGIN, INSERT, COMMIT)' : 'as one INSERT statement (its own transaction)') +
+        ' and hands it over after the commit; removeOnComplete/removeOnFail on both.',
     );
 
     const bare = (name: string, n: number) =>
       measureBare({ redisUrl: config.redisUrl, prefix: `${prefix}bare-${name}`, queue: 'default', n, batch: opts.batch, producers: opts.producers, concurrency });
     if (opts.warmup > 0) {
-      await measureOurs(ctx, probe, opts.warmup, opts.batch, opts.producers);
+      await measureOurs(ctx, probe, { ...opts, n: opts.warmup });
       await bare('warmup', opts.warmup);
     }
 
@@ -138,7 +144,7 @@ async function main(): Promise<void> {
     for (let round = 1; round <= opts.rounds; round++) {
       queries?.start();
       proc?.start();
-      const o = await measureOurs(ctx, probe, opts.n, opts.batch, opts.producers);
+      const o = await measureOurs(ctx, probe, opts);
       const oursProc = proc?.stop(opts.n, o.ms);
       queries?.stop();
       proc?.start();
