@@ -37,6 +37,7 @@ export function buildAppContext(parts: {
     services: () => app,
     logger: parts.logger,
     now,
+    concurrency: parts.config.jobConcurrency,
   });
   return app;
 }

@@ -51,6 +51,8 @@ export interface Config {
   mail: { smtpUrl: string | null; from: string };
   /** Run job workers in this process (the API); `worker` mode runs them without HTTP. */
   runWorkers: boolean;
+  /** Jobs each process runs at once per queue (JOB_CONCURRENCY_DEFAULT, _MAIL, _MAINTENANCE). */
+  jobConcurrency: { default: number; mail: number; maintenance: number };
   shutdownTimeoutMs: number;
   build: { version: string; commit: string; builtAt: string | null };
 }
@@ -64,6 +66,12 @@ function int(env: Env, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+function positive(env: Env, name: string, fallback: number): number {
+  const n = int(env, name, fallback);
+  if (n < 1) throw new ConfigError(`${name} must be at least 1, got "${env[name]}"`);
   return n;
 }
 
@@ -118,6 +126,12 @@ export function loadConfig(env: Env = process.env): Config {
     operatorEmails: list(env.OPERATOR_EMAILS).map((e) => e.toLowerCase()),
     mail: { smtpUrl: env.SMTP_URL || null, from: env.MAIL_FROM || 'Tenant API <no-reply@localhost>' },
     runWorkers: env.RUN_WORKERS !== 'false',
+    jobConcurrency: {
+      // Handlers mostly wait on I/O, and the workers' row writes are batched: a high default.
+      default: positive(env, 'JOB_CONCURRENCY_DEFAULT', 200),
+      mail: positive(env, 'JOB_CONCURRENCY_MAIL', 5),
+      maintenance: positive(env, 'JOB_CONCURRENCY_MAINTENANCE', 1),
+    },
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
     build: {
       version: env.BUILD_VERSION || readPackageVersion(),

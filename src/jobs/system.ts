@@ -31,7 +31,7 @@ export interface JobSystemOptions<Services> {
 
 /** Exponential backoff between attempts: 1 s, 2 s, 4 s… (BullMQ's own formula, mirrored in job_runs). */
 export const BACKOFF_MS = 1_000;
-const DEFAULT_CONCURRENCY: Record<QueueName, number> = { default: 200, mail: 5, maintenance: 1 };
+const DEFAULT_CONCURRENCY: Record<QueueName, number> = { default: 200, mail: 5, maintenance: 1 }; // see config.jobConcurrency
 const SCHEDULE_PREFIX = 'schedule:';
 const CANCEL_CHANNEL = 'jobs:cancel';
 const CONFIG_CHANNEL = 'jobs:config';
