@@ -1,8 +1,9 @@
-// --profile: every SQL statement our side sends through ctx.db, grouped by what it does, with its
-// count and latency (knex 'query' → 'query-response'), to see the database round trips per run;
-// and this process's CPU time and event-loop delay for each side.
+// --profile: every SQL statement this process sends (knex's and the named prepared statements
+// alike: pg's Client.query is wrapped while profiling), grouped by what it does, with its count and
+// latency, to see the database round trips per run; and this process's CPU time and event-loop
+// delay for each side.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { Knex } from 'knex';
+import pg from 'pg';
 
 interface Stat {
   count: number;
@@ -10,59 +11,60 @@ interface Stat {
   maxMs: number;
 }
 
-function classify(sql: string): string {
-  const s = sql.toLowerCase();
-  if (s.startsWith('insert into "job_runs"')) return 'insertRun (enqueue, in the transaction)';
-  if (s.startsWith('update "job_runs"') && s.includes('attempt + 1')) return 'startAttempt (worker, before the handler)';
-  if (s.startsWith('update "job_runs"') && s.includes('"handed_over_at"')) return 'markHandedOver (after each batch)';
-  if (s.startsWith('update "job_runs"') && /"state" = (\?|\$\d+), "finalized_at"/.test(s)) return 'completeRun (worker, after the handler)';
-  return s.replace(/\s+/g, ' ').slice(0, 60);
+const LABELS: Record<string, string> = {
+  'job_runs.insert': 'insert runs (enqueueMany)',
+  'job_runs.write_attempts': 'start + complete attempts (worker batch)',
+};
+
+function classify(config: unknown): string {
+  if (typeof config === 'object' && config && 'name' in config && typeof config.name === 'string') return LABELS[config.name] ?? config.name;
+  const text = typeof config === 'string' ? config : ((config as { text?: string } | null)?.text ?? '');
+  return text.replace(/\s+/g, ' ').trim().slice(0, 40);
 }
 
 export class QueryProfile {
   private readonly stats = new Map<string, Stat>();
-  private readonly started = new Map<string, { at: number; label: string }>();
-  private readonly onQuery = (q: { sql: string; __knexQueryUid: string }) => {
-    this.started.set(q.__knexQueryUid, { at: performance.now(), label: classify(q.sql) });
-  };
-  private readonly onResponse = (_res: unknown, q: { __knexQueryUid: string }) => {
-    const s = this.started.get(q.__knexQueryUid);
-    if (!s) return;
-    this.started.delete(q.__knexQueryUid);
-    const ms = performance.now() - s.at;
-    const stat = this.stats.get(s.label) ?? { count: 0, totalMs: 0, maxMs: 0 };
-    stat.count++;
-    stat.totalMs += ms;
-    stat.maxMs = Math.max(stat.maxMs, ms);
-    this.stats.set(s.label, stat);
-  };
-
-  constructor(private readonly db: Knex) {}
+  private original: typeof pg.Client.prototype.query | null = null;
 
   start(): void {
     this.stats.clear();
-    this.db.on('query', this.onQuery).on('query-response', this.onResponse);
+    const original = (this.original = pg.Client.prototype.query);
+    const record = (label: string, at: number) => {
+      const ms = performance.now() - at;
+      const stat = this.stats.get(label) ?? { count: 0, totalMs: 0, maxMs: 0 };
+      stat.count++;
+      stat.totalMs += ms;
+      stat.maxMs = Math.max(stat.maxMs, ms);
+      this.stats.set(label, stat);
+    };
+    pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+      const at = performance.now();
+      const label = classify(config);
+      const result = (original as (...args: unknown[]) => unknown).call(this, config, ...rest);
+      if (result && typeof (result as Promise<unknown>).then === 'function') {
+        (result as Promise<unknown>).then(
+          () => record(label, at),
+          () => record(label, at),
+        );
+      }
+      return result;
+    } as typeof pg.Client.prototype.query;
   }
 
   stop(): void {
-    this.db.off('query', this.onQuery).off('query-response', this.onResponse);
+    if (this.original) pg.Client.prototype.query = this.original;
+    this.original = null;
   }
 
-  /** Lines for the report: counts per run (`runs`), latencies, and how busy the worker slots were waiting. */
-  report(runs: number, wallMs: number, concurrency: number): string[] {
+  /** Lines for the report: counts per run (`runs`) and latencies (sent → answered, as the caller waits). */
+  report(runs: number): string[] {
     const rows = [...this.stats.entries()].sort((a, b) => b[1].totalMs - a[1].totalMs);
     const lines = [`${'statement'.padEnd(44)} ${'per run'.padStart(8)} ${'avg ms'.padStart(8)} ${'max ms'.padStart(8)} ${'total ms'.padStart(9)}`];
-    let workerMs = 0;
     for (const [label, s] of rows) {
-      if (label.startsWith('startAttempt') || label.startsWith('completeRun')) workerMs += s.totalMs;
       lines.push(
-        `${label.padEnd(44)} ${(s.count / runs).toFixed(2).padStart(8)} ${(s.totalMs / s.count).toFixed(2).padStart(8)} ${s.maxMs.toFixed(1).padStart(8)} ${s.totalMs.toFixed(0).padStart(9)}`,
+        `${label.padEnd(44)} ${(s.count / runs).toFixed(3).padStart(8)} ${(s.totalMs / s.count).toFixed(2).padStart(8)} ${s.maxMs.toFixed(1).padStart(8)} ${s.totalMs.toFixed(0).padStart(9)}`,
       );
     }
-    const slotMs = wallMs * concurrency;
-    lines.push(
-      `worker slots busy waiting for Postgres (startAttempt + completeRun): ${((workerMs / slotMs) * 100).toFixed(0)}% of ${concurrency} slots × ${wallMs.toFixed(0)} ms`,
-    );
     return lines;
   }
 }

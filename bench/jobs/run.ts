@@ -139,7 +139,7 @@ async function main(): Promise<void> {
 
     const ours: Measurement[] = [];
     const bares: Measurement[] = [];
-    const queries = opts.profile ? new QueryProfile(ctx.db) : null;
+    const queries = opts.profile ? new QueryProfile() : null;
     const proc = opts.profile ? new ProcessProfile() : null;
     for (let round = 1; round <= opts.rounds; round++) {
       queries?.start();
@@ -159,7 +159,7 @@ async function main(): Promise<void> {
       if (proc) console.log(`  ours: ${oursProc}\n  bare: ${bareProc}`);
       if (queries && round === opts.rounds) {
         console.log(`\nPostgres statements of our side, round ${round} (latency = sent → answered, as the caller waits):`);
-        for (const line of queries.report(opts.n, o.ms, concurrency)) console.log(`  ${line}`);
+        for (const line of queries.report(opts.n)) console.log(`  ${line}`);
       }
     }
 
