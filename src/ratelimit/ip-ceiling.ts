@@ -1,19 +1,28 @@
 // The per-IP ceiling (DESIGN 6): every request counts against `rateLimits.ipPerMinute` for its
-// client IP, in Redis, shared by every instance; over it answers 429 `rate_limited` + Retry-After.
-// /healthz and /readyz are not counted (probes must never be throttled).
+// client IP; over it answers 429 `rate_limited` + Retry-After. /healthz and /readyz are not
+// counted (probes must never be throttled).
 //
-// FAILS OPEN: when Redis cannot count (down, or slower than COUNT_TIMEOUT_MS) the request goes
-// through uncounted, and one warning is logged per outage (plus one line when counting resumes).
-// The ceiling is a coarse abuse guard; refusing all traffic because Redis blinked would be worse.
-// The login/register limits (src/accounts/sign-in.ts) do NOT fail open: they answer 503.
+// Shared by every instance through Redis, without a Redis round trip per request (it cost as much
+// CPU as the rest of a request): each instance counts in memory and adds its counts to Redis in
+// one pipeline every SYNC_MS (INCRBY per client, in fixed one-minute windows aligned to the clock),
+// learning the total of all instances from the answer. An instance therefore sees the others'
+// requests within about SYNC_MS; a client can overshoot the ceiling by what it sends meanwhile.
+//
+// When Redis cannot count (down, or slower than SYNC_TIMEOUT_MS) each instance goes on counting on
+// its own and keeps the unsent counts for later; one warning is logged per outage (plus one line
+// when counting is shared again). The login/register limits (src/accounts/sign-in.ts) count in
+// Redis on every attempt and answer 503 without it.
 import { isIPv4, isIPv6 } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppContext } from '../app-context';
+import type { Logger } from '../logger';
+import type { RedisClient } from '../platform/redis';
 import { AppError } from '../http/problem';
-import { hit } from './limiter';
 
 const UNCOUNTED_PATHS = new Set(['/healthz', '/readyz']);
-const COUNT_TIMEOUT_MS = 500;
+const WINDOW_MS = 60_000;
+export const SYNC_MS = 100;
+const SYNC_TIMEOUT_MS = 1_000;
 
 /**
  * The bucket a client IP counts in: IPv4 as is (also when IPv4-mapped), IPv6 by its /64 (one
@@ -42,37 +51,107 @@ function expandIPv6(ip: string): string[] {
   return [...left, ...fill, ...right].map((g) => g.replace(/^0+(?=.)/, ''));
 }
 
+interface Bucket {
+  window: number;
+  /** Counted here, not yet sent to Redis. */
+  pending: number;
+  /** Sent, not yet answered. */
+  sending: number;
+  /** The total of every instance in this window, as Redis last answered. */
+  shared: number;
+}
+
+/** Counts per client in fixed windows, here and (every SYNC_MS) in Redis. */
+export class SharedCounter {
+  private readonly buckets = new Map<string, Bucket>();
+  private timer: NodeJS.Timeout | null = null;
+  private failing = false;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keyPrefix: string,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Counts one request of `client`; answers the count in this window and the ms until it ends. */
+  hit(client: string): { count: number; resetInMs: number } {
+    const now = this.now();
+    const window = Math.floor(now / WINDOW_MS);
+    let bucket = this.buckets.get(client);
+    if (!bucket || bucket.window !== window) {
+      bucket = { window, pending: 0, sending: 0, shared: 0 };
+      this.buckets.set(client, bucket);
+    }
+    bucket.pending++;
+    this.timer ??= setTimeout(() => void this.sync(), SYNC_MS).unref();
+    return { count: bucket.shared + bucket.sending + bucket.pending, resetInMs: (window + 1) * WINDOW_MS - now };
+  }
+
+  /** Sends every pending count in one pipeline and takes the totals Redis answers. */
+  async sync(): Promise<void> {
+    this.timer = null;
+    const current = Math.floor(this.now() / WINDOW_MS);
+    const batch: [string, Bucket, number][] = [];
+    for (const [client, bucket] of this.buckets) {
+      if (bucket.window < current && !bucket.pending && !bucket.sending) this.buckets.delete(client);
+      else if (bucket.pending && !bucket.sending) {
+        batch.push([client, bucket, bucket.pending]);
+        bucket.sending = bucket.pending;
+        bucket.pending = 0;
+      }
+    }
+    if (!batch.length) return;
+    const pipeline = this.redis.pipeline();
+    for (const [client, bucket, count] of batch) {
+      const key = `${this.keyPrefix}${client}:${bucket.window}`;
+      pipeline.incrby(key, count).pexpire(key, WINDOW_MS * 2);
+    }
+    let timeout: NodeJS.Timeout | undefined;
+    try {
+      const results = await Promise.race([
+        pipeline.exec(),
+        new Promise<never>((_, reject) => {
+          timeout = setTimeout(() => reject(new Error(`redis did not answer within ${SYNC_TIMEOUT_MS} ms`)), SYNC_TIMEOUT_MS);
+        }),
+      ]);
+      batch.forEach(([, bucket], i) => {
+        const [err, total] = results?.[i * 2] ?? [new Error('no answer'), null];
+        if (err) throw err;
+        bucket.shared = Number(total);
+        bucket.sending = 0;
+      });
+      if (this.failing) {
+        this.failing = false;
+        this.logger.info('per-ip ceiling counting across instances again');
+      }
+    } catch (err) {
+      // Kept for the next sync: counted here meanwhile, shared once Redis answers again.
+      for (const [, bucket] of batch) {
+        bucket.pending += bucket.sending;
+        bucket.sending = 0;
+      }
+      if (!this.failing) {
+        this.failing = true;
+        this.logger.warn('per-ip ceiling cannot count in redis: each instance counts on its own until it can', {
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+    } finally {
+      clearTimeout(timeout);
+      if ([...this.buckets.values()].some((b) => b.pending)) this.timer ??= setTimeout(() => void this.sync(), SYNC_MS).unref();
+    }
+  }
+}
+
 export function ipCeiling(app: AppContext) {
-  let failingOpen = false;
+  const counter = new SharedCounter(app.redis, `${app.config.redisPrefix}rl:ip:`, app.logger, () => app.now().getTime());
   return (req: Request, _res: Response, next: NextFunction): void => {
     const max = app.config.rateLimits.ipPerMinute;
     if (max === 0 || UNCOUNTED_PATHS.has(req.path)) return next(); // 0 turns the ceiling off
-    const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`redis did not answer within ${COUNT_TIMEOUT_MS} ms`)), COUNT_TIMEOUT_MS);
-    });
-    Promise.race([hit(app.redis, app.config.redisPrefix, `ip:${ipBucket(ip)}`, { max, windowSeconds: 60 }), timeout]).then(
-      (result) => {
-        clearTimeout(timer);
-        if (failingOpen) {
-          failingOpen = false;
-          app.logger.info('per-ip ceiling counting again');
-        }
-        if (result.allowed) return next();
-        const retryAfter = String(result.retryAfterSeconds);
-        next(new AppError('rate_limited', 429, `Too many requests from this address. Try again in ${retryAfter} seconds.`, { headers: { 'Retry-After': retryAfter } }));
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        if (!failingOpen) {
-          failingOpen = true;
-          app.logger.warn('per-ip ceiling cannot count (redis unavailable): letting requests through uncounted', {
-            error: err instanceof Error ? err.message : String(err),
-          });
-        }
-        next();
-      },
-    );
+    const { count, resetInMs } = counter.hit(ipBucket(req.ip ?? req.socket.remoteAddress ?? 'unknown'));
+    if (count <= max) return next();
+    const retryAfter = String(Math.max(1, Math.ceil(resetInMs / 1000)));
+    next(new AppError('rate_limited', 429, `Too many requests from this address. Try again in ${retryAfter} seconds.`, { headers: { 'Retry-After': retryAfter } }));
   };
 }

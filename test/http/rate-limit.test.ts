@@ -1,10 +1,12 @@
 // The per-IP ceiling: every request counts against RATE_LIMIT_IP_PER_MINUTE per client IP (IPv6
-// by /64), in Redis; over it 429 rate_limited with Retry-After; probes are never counted; with
-// Redis down it fails open (one log line), while the sign-in limits answer 503.
+// by /64), shared by instances through Redis; over it 429 rate_limited with Retry-After; probes are
+// never counted; with Redis down each instance counts on its own (one log line), while the sign-in
+// limits answer 503.
 import { contractClient, startTestApp, type TestApp } from '../support/test-app';
 import { createApp } from '../../src/app';
 import { freePort } from '../support/ports';
-import { ipBucket } from '../../src/ratelimit/ip-ceiling';
+import { ipBucket, SYNC_MS } from '../../src/ratelimit/ip-ceiling';
+import { sleep } from '../support/wait';
 
 describe('ipBucket', () => {
   it('keeps IPv4 (also IPv4-mapped) and groups IPv6 by /64', () => {
@@ -59,33 +61,49 @@ describe('with a ceiling of 5 a minute', () => {
     await t.http.get('/v1/ping').set('X-Forwarded-For', '2001:db8:aa:2::1').expect(200);
   });
 
-  it('counts in Redis, so a second instance sees the same count', async () => {
+  it('shares the count through Redis: a second instance sees the requests of the first', async () => {
     const ip = '203.0.113.40';
     const other = contractClient(createApp(t.ctx)); // another app instance: no in-process state shared
     for (let i = 0; i < 3; i++) await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(200);
-    for (let i = 0; i < 2; i++) await other.get('/v1/ping').set('X-Forwarded-For', ip).expect(200);
-    await other.get('/v1/ping').set('X-Forwarded-For', ip).expect(429);
+    await sleep(SYNC_MS * 3); // the first instance has sent its counts
+    await other.get('/v1/ping').set('X-Forwarded-For', ip).expect(200); // 4, learnt when it sends its own
+    await sleep(SYNC_MS * 3);
+    await other.get('/v1/ping').set('X-Forwarded-For', ip).expect(200); // 5
+    await other.get('/v1/ping').set('X-Forwarded-For', ip).expect(429); // refused requests count too
+    await sleep(SYNC_MS * 3);
+    // The first instance learns the total when it sends its next count (that request may pass).
+    await t.http.get('/v1/ping').set('X-Forwarded-For', ip);
+    await sleep(SYNC_MS * 3);
     await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(429);
+    await sleep(SYNC_MS * 3);
+    const keys = await t.ctx.redis.keys(`${t.ctx.config.redisPrefix}rl:ip:${ip}:*`);
+    expect(keys).toHaveLength(1); // one window
+    expect(Number(await t.ctx.redis.get(keys[0]!))).toBe(8);
   });
 });
 
 describe('with Redis unreachable', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${await freePort()}`, RATE_LIMIT_IP_PER_MINUTE: '2', BCRYPT_COST: '4' });
+    t = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${await freePort()}`, RATE_LIMIT_IP_PER_MINUTE: '4', BCRYPT_COST: '4', TRUST_PROXY: 'true' });
   });
   afterAll(() => t?.close());
 
-  it('fails open: requests go through uncounted, with one warning for the outage', async () => {
+  it('each instance goes on counting on its own, with one warning for the outage', async () => {
     const warn = jest.spyOn(t.ctx.logger, 'warn');
-    for (let i = 0; i < 6; i++) await t.http.get('/v1/ping').expect(200);
+    const ip = '203.0.113.50';
+    for (let i = 0; i < 4; i++) {
+      await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(200);
+      await sleep(SYNC_MS * 2); // each sync fails
+    }
+    await t.http.get('/v1/ping').set('X-Forwarded-For', ip).expect(429);
     const ceilingWarnings = warn.mock.calls.filter(([msg]) => String(msg).startsWith('per-ip ceiling'));
     expect(ceilingWarnings).toHaveLength(1);
     warn.mockRestore();
   });
 
   it('but the sign-in limits do not: login answers 503 unavailable', async () => {
-    const res = await t.http.post('/v1/auth/login').send({ email: 'a@example.com', password: 'whatever' }).expect(503);
+    const res = await t.http.post('/v1/auth/login').set('X-Forwarded-For', '203.0.113.51').send({ email: 'a@example.com', password: 'whatever' }).expect(503);
     expect(res.body.code).toBe('unavailable');
     expect(res.headers['retry-after']).toBeDefined();
   });
