@@ -1,6 +1,7 @@
 // Resolves the caller from a bearer token or the session cookie, and guards cookie sessions
 // against cross-site requests. Which schemes an operation accepts comes from the contract.
 import type { Request } from 'express';
+import cookieParser from 'cookie-parser';
 import type { AppContext } from '../app-context';
 import type { Config } from '../config';
 import { findLiveSession, type Caller } from '../sessions/store';
@@ -30,7 +31,11 @@ export function authenticateBearer(app: AppContext, req: Request): Promise<AuthR
   return resolve(app, token, 'bearer');
 }
 
+// Cookies are parsed only for operations that accept the session cookie.
+const parseCookies = cookieParser();
+
 export function authenticateCookie(app: AppContext, req: Request): Promise<AuthResult> {
+  if (!req.cookies) parseCookies(req, {} as never, () => undefined); // synchronous
   const token = (req.cookies as Record<string, string> | undefined)?.[sessionCookieName(app.config)];
   return resolve(app, token, 'cookie');
 }

@@ -25,6 +25,13 @@ it('answers 401 before validating the body (no information for anonymous callers
   expect(res.body.code).toBe('unauthenticated');
 });
 
+it('does not even read the body of an anonymous request to a protected operation', async () => {
+  const broken = await t.http.post('/ops/mail/test').set('Content-Type', 'application/json').send('{"to": ').expect(401);
+  expect(broken.body.code).toBe('unauthenticated');
+  const huge = await t.http.put('/v1/auth/password').set('Content-Type', 'application/json').send(`{"x": "${'a'.repeat(1_100_000)}"}`).expect(401);
+  expect(huge.body.code).toBe('unauthenticated');
+});
+
 it('refuses garbage, unknown, revoked and expired tokens', async () => {
   await t.http.get('/v1/auth/me').set('Authorization', 'Bearer nope').expect(401);
   await t.http.get('/v1/auth/me').set('Authorization', `Bearer ${'a'.repeat(43)}`).expect(401);
