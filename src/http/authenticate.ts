@@ -35,6 +35,7 @@ export function authenticateBearer(app: AppContext, req: Request): Promise<AuthR
 const parseCookies = cookieParser();
 
 export function authenticateCookie(app: AppContext, req: Request): Promise<AuthResult> {
+  if (!req.headers.cookie) return Promise.resolve(null);
   if (!req.cookies) parseCookies(req, {} as never, () => undefined); // synchronous
   const token = (req.cookies as Record<string, string> | undefined)?.[sessionCookieName(app.config)];
   return resolve(app, token, 'cookie');

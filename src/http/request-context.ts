@@ -11,6 +11,8 @@ export function requestContext(logger: Logger) {
     const incoming = req.get('x-request-id');
     const requestId = incoming && VALID_REQUEST_ID.test(incoming) ? incoming : newId('req');
     res.locals.requestId = requestId;
+    // Express derives req.ip (trust proxy, X-Forwarded-For) anew on every read: once here.
+    res.locals.ip = req.ip ?? req.socket.remoteAddress ?? '';
     res.setHeader('X-Request-Id', requestId);
     // No listener at all when the access log is off.
     if (logger.isInfoEnabled()) {
@@ -22,7 +24,7 @@ export function requestContext(logger: Logger) {
           operation_id: res.locals.operationId ?? null,
           status: res.statusCode,
           duration_ms: Math.round(Number(process.hrtime.bigint() - start) / 1e4) / 100,
-          ip: req.ip,
+          ip: res.locals.ip,
         });
       });
     }

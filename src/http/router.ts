@@ -108,7 +108,7 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         query,
         caller,
         requestId: res.locals.requestId,
-        ip: req.ip ?? req.socket.remoteAddress ?? '',
+        ip: res.locals.ip,
         userAgent: req.get('user-agent') ?? null,
         req,
         res,

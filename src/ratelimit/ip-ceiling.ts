@@ -146,10 +146,10 @@ export class SharedCounter {
 
 export function ipCeiling(app: AppContext) {
   const counter = new SharedCounter(app.redis, `${app.config.redisPrefix}rl:ip:`, app.logger, () => app.now().getTime());
-  return (req: Request, _res: Response, next: NextFunction): void => {
+  return (req: Request, res: Response, next: NextFunction): void => {
     const max = app.config.rateLimits.ipPerMinute;
     if (max === 0 || UNCOUNTED_PATHS.has(req.path)) return next(); // 0 turns the ceiling off
-    const { count, resetInMs } = counter.hit(ipBucket(req.ip ?? req.socket.remoteAddress ?? 'unknown'));
+    const { count, resetInMs } = counter.hit(ipBucket(res.locals.ip || 'unknown'));
     if (count <= max) return next();
     const retryAfter = String(Math.max(1, Math.ceil(resetInMs / 1000)));
     next(new AppError('rate_limited', 429, `Too many requests from this address. Try again in ${retryAfter} seconds.`, { headers: { 'Retry-After': retryAfter } }));

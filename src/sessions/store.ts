@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../platform/database';
 import { newId } from '../ids';
+import { prepared, runPrepared } from '../platform/prepared';
 import { hashToken, looksLikeToken, newSessionToken } from './tokens';
 
 export interface SessionUser {
@@ -31,6 +32,18 @@ export interface SessionPolicy {
 /** `last_seen_at` is written at most this often (DESIGN 2). */
 const TOUCH_EVERY_MS = 60_000;
 
+const FIND_LIVE_SESSION = prepared(
+  'sessions.find_live',
+  `with live as (
+     select s.id as session_id, s.transport, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at
+       from sessions s join users u on u.id = s.user_id
+      where s.token_hash = $1 and s.revoked_at is null and s.expires_at > $2 and s.last_seen_at > $3
+   ), touched as (
+     update sessions set last_seen_at = $2 where id = (select session_id from live) and last_seen_at < $4 returning id
+   )
+   select live.*, (select count(*) from touched) as touched from live`,
+);
+
 /**
  * Resolves a token to its live session and user in ONE round trip, touching `last_seen_at` (at
  * most once a minute) in the same statement. No cache: a revoked or expired session is refused on
@@ -40,17 +53,7 @@ export async function findLiveSession(db: Db, token: string, policy: SessionPoli
   if (!looksLikeToken(token)) return null;
   const idleCutoff = new Date(now.getTime() - policy.idleTimeoutSeconds * 1000);
   const touchCutoff = new Date(now.getTime() - TOUCH_EVERY_MS);
-  const { rows } = await db.raw(
-    `with live as (
-       select s.id as session_id, s.transport, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at
-         from sessions s join users u on u.id = s.user_id
-        where s.token_hash = ? and s.revoked_at is null and s.expires_at > ? and s.last_seen_at > ?
-     ), touched as (
-       update sessions set last_seen_at = ? where id = (select session_id from live) and last_seen_at < ? returning id
-     )
-     select live.*, (select count(*) from touched) as touched from live`,
-    [hashToken(token), now, idleCutoff, now, touchCutoff],
-  );
+  const rows = await runPrepared(db, FIND_LIVE_SESSION, [hashToken(token), now, idleCutoff, touchCutoff]);
   const row = rows[0];
   if (!row) return null;
   return {
