@@ -534,14 +534,17 @@ async function main(): Promise<void> {
     if (loadNow > cpus) console.log(`  note: load average ${loadNow.toFixed(1)} on ${cpus} CPUs — other processes competed for the CPU; rerun on a quiet machine for absolute numbers (the ratios are per round, so less affected)`);
 
     if (opts.profile) {
-      for (const [label, p, auth] of [
-        ['GET /v1/ping', '/v1/ping', undefined],
-        ['GET /v1/auth/me', '/v1/auth/me', `Bearer ${token}`],
-      ] as const) {
+      const profiles: { label: string; path: string; extra: Partial<Target>; pinned: boolean }[] = [
+        { label: 'GET /v1/ping', path: '/v1/ping', extra: {}, pinned: true },
+        { label: 'GET /v1/auth/me', path: '/v1/auth/me', extra: { auth: `Bearer ${token}` }, pinned: true },
+        // Like the measurement: unpinned, with bcrypt on libuv's threads (their CPU is not in this profile).
+        ...(measureLogin ? [{ label: 'POST /v1/auth/login', path: '/v1/auth/login', extra: { method: 'POST' as const, body: loginBody, connections: opts.loginConnections, cpu: null }, pinned: false }] : []),
+      ];
+      for (const { label, path: p, extra, pinned } of profiles) {
         const dir = fs.mkdtempSync(path.join(profileDir, 'p-'));
-        const profiled = await startOurs(`our service (profiled)`, serverCpu, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+        const profiled = await startOurs(`our service (profiled)`, pinned ? serverCpu : null, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
         const loadStart = performance.now();
-        const r = await runWrk({ label, url: `${profiled.url}${p}`, auth, connections: opts.connections, cpu: wrkCpu, pid: profiled.child.pid! }, opts.duration);
+        const r = await runWrk({ label, url: `${profiled.url}${p}`, connections: opts.connections, cpu: wrkCpu, pid: profiled.child.pid!, ...extra }, opts.duration);
         const loadEnd = performance.now();
         await stopProcess(profiled.child);
         const exited = performance.now();

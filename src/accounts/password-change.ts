@@ -8,7 +8,7 @@ import { recordAudit, type RequestMeta } from '../audit/store';
 import { AppError } from '../http/problem';
 import { queueMail } from '../mail/outbox';
 import { templates } from '../mail/templates';
-import { enforce, hit } from '../ratelimit/limiter';
+import { enforce, hitAll } from '../ratelimit/limiter';
 import { revokeOtherSessions } from '../sessions/store';
 import { CODE_TTL_MS, consumeCode, issueCode } from './codes';
 import { emailLimit, invalidCode } from './email-verification';
@@ -63,8 +63,8 @@ export async function changePassword(
   if (blockedFor !== null) throw rateLimited(blockedFor);
   if (!(await verifyPassword(input.currentPassword, user.password_hash))) {
     const limit = { max: app.config.rateLimits.loginPerMinute, windowSeconds: 60 };
-    const counted = await hit(app.redis, app.config.redisPrefix, loginEmailLimitKey(user.email), limit);
-    if (!counted.allowed) throw rateLimited(counted.retryAfterSeconds);
+    const [counted] = await hitAll(app.redis, app.config.redisPrefix, [{ key: loginEmailLimitKey(user.email), limit }]);
+    if (!counted!.allowed) throw rateLimited(counted!.retryAfterSeconds);
     throw new AppError('invalid_credentials', 401, 'The current password is wrong.');
   }
   const newHash = await hashPassword(input.newPassword, app.config.auth.bcryptCost);

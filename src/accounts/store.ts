@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../platform/database';
 import { newId } from '../ids';
+import { prepared, runPrepared } from '../platform/prepared';
 
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -64,9 +65,12 @@ export async function findUserById(db: Db | Knex.Transaction, id: string): Promi
 
 /** The account with this email (compared normalised: trimmed, lower case), or null. */
 export async function findUserByEmail(db: Db | Knex.Transaction, email: string): Promise<UserRow | null> {
-  const row = await db('users').where({ email: normaliseEmail(email) }).first(USER_COLUMNS);
+  const [row] = await runPrepared(db, FIND_USER_BY_EMAIL, [normaliseEmail(email)]);
   return row ? toUserRow(row) : null;
 }
+
+// Every sign-in starts here: a prepared statement (no query building, planned once per connection).
+const FIND_USER_BY_EMAIL = prepared('users.find_by_email', `select ${USER_COLUMNS.join(', ')} from users where email = $1`);
 
 /**
  * Creates a password account; null when the (normalised) email already has one. Uses the unique

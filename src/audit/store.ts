@@ -1,6 +1,7 @@
 // Audit events: written inside the caller's transaction, so an event exists exactly when its change does.
 import type { Knex } from 'knex';
 import { newId } from '../ids';
+import { prepared, runPrepared } from '../platform/prepared';
 
 export type ActorKind = 'user' | 'operator' | 'system' | 'provider';
 
@@ -25,20 +26,26 @@ export interface AuditEventInput {
   meta?: RequestMeta;
 }
 
+const INSERT_AUDIT_EVENT = prepared(
+  'audit_events.insert',
+  `insert into audit_events (id, action, actor_kind, actor_id, target_kind, target_id, org_id, ip, user_agent, request_id, data)
+   values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+);
+
 export async function recordAudit(trx: Knex | Knex.Transaction, event: AuditEventInput): Promise<string> {
   const id = newId('aud');
-  await trx('audit_events').insert({
+  await runPrepared(trx, INSERT_AUDIT_EVENT, [
     id,
-    action: event.action,
-    actor_kind: event.actor.kind,
-    actor_id: event.actor.id,
-    target_kind: event.target?.kind ?? null,
-    target_id: event.target?.id ?? null,
-    org_id: event.orgId ?? null,
-    ip: event.meta?.ip ?? null,
-    user_agent: event.meta?.userAgent?.slice(0, 512) ?? null,
-    request_id: event.meta?.requestId ?? null,
-    data: JSON.stringify(event.data ?? {}),
-  });
+    event.action,
+    event.actor.kind,
+    event.actor.id,
+    event.target?.kind ?? null,
+    event.target?.id ?? null,
+    event.orgId ?? null,
+    event.meta?.ip ?? null,
+    event.meta?.userAgent?.slice(0, 512) ?? null,
+    event.meta?.requestId ?? null,
+    JSON.stringify(event.data ?? {}),
+  ]);
   return id;
 }

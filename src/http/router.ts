@@ -12,7 +12,7 @@ import express from 'express';
 import OpenAPIBackend, { type Operation } from 'openapi-backend';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import type { ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { AppContext } from '../app-context';
 import { allowedMethods, routingDocument, type OperationInfo } from './contract';
 import { isDependencyDown, problems } from './problem';
@@ -39,8 +39,13 @@ interface Route {
   dependencyFree: boolean;
   operatorOnly: boolean;
   hasBody: boolean;
-  /** Parameters or a body to validate; without, only a query string is (every name is unknown). */
+  /** Parameters or a body to validate (an operation without either is not validated at all). */
   hasInputs: boolean;
+  /** Without declared query parameters the query string is ignored, not refused name by name. */
+  takesQuery: boolean;
+  /** A body and no parameters (sign-in, register…): validated without openapi-backend parsing the request. */
+  bodyOnly: boolean;
+  validators: ValidateFunction[];
 }
 
 export function createRouter(app: AppContext, handlers: HandlerMap) {
@@ -58,10 +63,9 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
   });
   api.init();
 
+  // The validators are compiled here: a broken schema fails start-up, not the first request.
   const routes: Route[] = api.router.getOperations().map((operation) => {
     const info = app.contract.operations.get(operation.operationId!)!;
-    // Compile the validators now: a broken schema fails start-up, not the first request.
-    api.validator.getRequestValidatorsForOperation(info.operationId);
     const named = new Set(info.security.flatMap((r) => Object.keys(r)));
     return {
       info,
@@ -72,6 +76,9 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       operatorOnly: info.roles.includes('operator'),
       hasBody: Boolean(operation.requestBody),
       hasInputs: Boolean(operation.requestBody) || (operation.parameters ?? []).length > 0,
+      takesQuery: (operation.parameters ?? []).some((p) => 'in' in p && p.in === 'query'),
+      bodyOnly: Boolean(operation.requestBody) && !(operation.parameters ?? []).length,
+      validators: api.validator.getRequestValidatorsForOperation(info.operationId) as ValidateFunction[],
     };
   });
   const match = compileMatcher(routes);
@@ -92,9 +99,12 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         await runParser(parseForm, req, res);
       }
       let params: Record<string, unknown> = {};
-      let query: Record<string, unknown> = req.query;
-      if (route.hasInputs || req.url.includes('?')) {
-        const request = { method: req.method, path: req.path, body: req.body, query: req.query as any, headers: req.headers as any };
+      let query: Record<string, unknown> = route.takesQuery ? req.query : {};
+      if (route.bodyOnly) {
+        const errors = validateBodyOnly(route, req);
+        if (errors.length) throw problems.validation(toValidationIssues(errors));
+      } else if (route.hasInputs) {
+        const request = { method: req.method, path: req.path, body: req.body, query: (route.takesQuery ? req.query : {}) as any, headers: req.headers as any };
         const validation = api.validator.validateRequest(request, route.operation);
         if (validation.errors) throw problems.validation(toValidationIssues(validation.errors));
         params = (validation.coerced?.params as Record<string, unknown> | undefined) ?? params;
@@ -168,6 +178,20 @@ async function authenticate(app: AppContext, route: Route, req: Request): Promis
     throw problems.unauthenticated();
   }
   return caller;
+}
+
+/**
+ * What openapi-backend's validateRequest does for an operation without parameters: the body (when
+ * one was sent as an object or as JSON) through the compiled validators, without parsing the
+ * request again.
+ */
+function validateBodyOnly(route: Route, req: Request): ErrorObject[] {
+  const input: Record<string, unknown> = { path: {}, query: {}, header: req.headers, cookie: {} };
+  const contentType = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (typeof req.body === 'object' || contentType === 'application/json') input.requestBody = req.body;
+  const errors: ErrorObject[] = [];
+  for (const validate of route.validators) if (!validate(input)) errors.push(...(validate.errors ?? []));
+  return errors;
 }
 
 function runParser(parser: express.RequestHandler, req: Request, res: Response): Promise<void> {

@@ -79,6 +79,12 @@ export interface NewSession {
   expiresAt: Date;
 }
 
+const INSERT_SESSION = prepared(
+  'sessions.insert',
+  `insert into sessions (id, user_id, token_hash, transport, created_at, last_seen_at, expires_at, ip, user_agent)
+   values ($1, $2, $3, $4, $5, $5, $6, $7, $8)`,
+);
+
 export async function createSession(
   db: Db | Knex.Transaction,
   input: { userId: string; transport: 'cookie' | 'bearer'; ip?: string | null; userAgent?: string | null },
@@ -88,17 +94,7 @@ export async function createSession(
   const token = newSessionToken();
   const id = newId('ses');
   const expiresAt = new Date(now.getTime() + policy.absoluteLifetimeSeconds * 1000);
-  await db('sessions').insert({
-    id,
-    user_id: input.userId,
-    token_hash: hashToken(token),
-    transport: input.transport,
-    created_at: now,
-    last_seen_at: now,
-    expires_at: expiresAt,
-    ip: input.ip ?? null,
-    user_agent: input.userAgent?.slice(0, 512) ?? null,
-  });
+  await runPrepared(db, INSERT_SESSION, [id, input.userId, hashToken(token), input.transport, now, expiresAt, input.ip ?? null, input.userAgent?.slice(0, 512) ?? null]);
   return { id, token, expiresAt };
 }
 

@@ -70,3 +70,17 @@ it('requires the version and reason of a definition reset (spec 4.4)', async () 
     ]),
   );
 });
+
+it('refuses undeclared query parameters where an operation takes some, and ignores them where it takes none', async () => {
+  const list = await t.http.get('/ops/jobs/runs?limt=5').set('Authorization', operatorAuth).expect(422);
+  expect(errorsOf(list)).toEqual([{ location: 'query.limt', message: 'is not allowed' }]);
+  await t.http.post('/v1/echo?debug=1').send({ message: 'hi' }).expect(200);
+  await t.http.get('/v1/auth/me?fields=all').set('Authorization', auth).expect(200);
+  const retry = await t.http.post('/ops/jobs/runs/abc/retry?force=1').set('Authorization', operatorAuth).expect(422);
+  expect(errorsOf(retry)).toEqual([{ location: 'path.id', message: 'must be integer' }]);
+});
+
+it('asks for the body of an operation that requires one', async () => {
+  const res = await t.http.post('/v1/echo').expect(422);
+  expect(errorsOf(res)).toEqual([{ location: 'body', message: 'a JSON request body is required' }]);
+});
