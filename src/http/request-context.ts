@@ -7,15 +7,15 @@ const VALID_REQUEST_ID = /^req_[A-Za-z0-9_-]{8,64}$/;
 
 export function requestContext(logger: Logger) {
   return (req: Request, res: Response): void => {
-    const start = process.hrtime.bigint();
-    const incoming = req.get('x-request-id');
-    const requestId = incoming && VALID_REQUEST_ID.test(incoming) ? incoming : newId('req');
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : newId('req');
     res.locals.requestId = requestId;
     // Express derives req.ip (trust proxy, X-Forwarded-For) anew on every read: once here.
     res.locals.ip = req.ip ?? req.socket.remoteAddress ?? '';
     res.setHeader('X-Request-Id', requestId);
     // No listener at all when the access log is off.
     if (logger.isInfoEnabled()) {
+      const start = process.hrtime.bigint();
       res.on('finish', () => {
         logger.info('request', {
           request_id: requestId,

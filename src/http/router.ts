@@ -158,22 +158,24 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
 }
 
 /**
- * Runs the operation's security schemes (bearer and cookie at once); the requirements are
+ * Runs the operation's security schemes (bearer first); the requirements are
  * alternatives, each satisfied when all its schemes found a caller. Then role and CSRF checks.
  * An operation whose requirements include `{}` answers callers and anonymous requests alike.
  */
 async function authenticate(app: AppContext, route: Route, req: Request): Promise<Caller | null> {
-  const results = new Map<string, AuthResult>();
-  await Promise.all(route.schemes.map(async (scheme) => results.set(scheme, await AUTHENTICATORS[scheme](app, req))));
+  // One after the other: a request rarely carries both credentials, and a scheme whose credential
+  // is absent answers at once.
+  const results: Partial<Record<SchemeName, AuthResult>> = {};
+  for (const scheme of route.schemes) results[scheme] = await AUTHENTICATORS[scheme](app, req);
   const found = (r: AuthResult | undefined): r is { caller: Caller } => Boolean(r && 'caller' in r);
-  const authorized = route.info.security.some((requirement) => Object.keys(requirement).every((scheme) => found(results.get(scheme))));
-  const caller = route.schemes.map((scheme) => results.get(scheme)).find(found)?.caller ?? null;
+  const authorized = route.info.security.some((requirement) => Object.keys(requirement).every((scheme) => found(results[scheme as SchemeName])));
+  const caller = route.schemes.map((scheme) => results[scheme]).find(found)?.caller ?? null;
   if (caller) {
     if (route.operatorOnly && !caller.operator) throw problems.forbidden('Only operators may use /ops.');
     if (caller.transport === 'cookie') checkCsrf(app.config, req);
   }
   if (!authorized && route.info.security.length) {
-    const failure = [...results.values()].find((r) => r && 'error' in r && isDependencyDown(r.error));
+    const failure = Object.values(results).find((r) => r && 'error' in r && isDependencyDown(r.error));
     if (failure && 'error' in failure) throw failure.error;
     throw problems.unauthenticated();
   }
@@ -214,7 +216,7 @@ function sharedAjv(opts: object): Ajv2020 {
 }
 
 function writeReply(res: Response, reply: { status: number; body?: unknown; headers?: Record<string, string> }) {
-  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+  if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name]!);
   res.statusCode = reply.status;
   if (reply.body === undefined || reply.status === 204 || reply.status === 302) res.end();
   else if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) res.send(reply.body);

@@ -41,7 +41,7 @@ const FIND_LIVE_SESSION = prepared(
    ), touched as (
      update sessions set last_seen_at = $2 where id = (select session_id from live) and last_seen_at < $4 returning id
    )
-   select live.*, (select count(*) from touched) as touched from live`,
+   select * from live`,
 );
 
 /**
