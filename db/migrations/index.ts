@@ -5,13 +5,13 @@ import type { Knex } from 'knex';
 import * as usersAndSessions from './20261122000000_users_and_sessions';
 import * as auditJobsMail from './20261122010000_audit_jobs_mail';
 import * as oneTimeCodes from './20261122020000_one_time_codes';
-import * as jobRunsStateIndexes from './20261122030000_job_runs_state_indexes';
+import * as jobRunsIndexes from './20261122030000_job_runs_indexes';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
   '20261122010000_audit_jobs_mail': auditJobsMail,
   '20261122020000_one_time_codes': oneTimeCodes,
-  '20261122030000_job_runs_state_indexes': jobRunsStateIndexes,
+  '20261122030000_job_runs_indexes': jobRunsIndexes,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -290,18 +290,29 @@ export interface RunFilter {
   beforeId?: number;
 }
 
+const LIVE_STATES: JobState[] = ['scheduled', 'available', 'retryable', 'running'];
+
+/**
+ * Newest first. A `kind` or `queue` filter without a state reads the waiting and running runs and
+ * the finished ones from their own indexes (see the job_runs_indexes migration), in one statement.
+ */
 export async function listRuns(db: Db, filter: RunFilter, limit: number): Promise<JobRun[]> {
-  const q = db('job_runs').orderBy('id', 'desc').limit(limit);
-  if (filter.kind) q.where('kind', filter.kind);
-  if (filter.state) q.where('state', filter.state);
-  if (filter.queue) q.where('queue', filter.queue);
-  if (filter.beforeId) q.where('id', '<', filter.beforeId);
-  return (await q).map(toRun);
+  const select = (states: JobState[] | null) => {
+    const q = db('job_runs').orderBy('id', 'desc').limit(limit);
+    if (states) q.whereIn('state', states);
+    if (filter.kind) q.where('kind', filter.kind);
+    if (filter.state) q.where('state', filter.state);
+    if (filter.queue) q.where('queue', filter.queue);
+    if (filter.beforeId) q.where('id', '<', filter.beforeId);
+    return q;
+  };
+  if (filter.state || (!filter.kind && !filter.queue)) return (await select(null)).map(toRun);
+  const { rows } = await db.raw('select * from ((?) union all (?)) as r order by id desc limit ?', [select(LIVE_STATES), select(FINAL_STATES), limit]);
+  return rows.map(toRun);
 }
 
 export async function lastRunOfKind(db: Db, kind: string): Promise<JobRun | null> {
-  const row = await db('job_runs').where({ kind }).orderBy('id', 'desc').first();
-  return row ? toRun(row) : null;
+  return (await listRuns(db, { kind }, 1))[0] ?? null;
 }
 
 export async function countByKindAndState(db: Db): Promise<{ kind: string; state: JobState; count: number }[]> {
