@@ -567,3 +567,52 @@ describe('exactly once', () => {
     for (const row of rows) expect(row).toMatchObject({ state: 'completed', attempt: 1, errors: [] });
   });
 });
+
+// ----- listing ----------------------------------------------------------------------------------
+
+describe('GET /ops/jobs/runs', () => {
+  it('filters by kind, state and queue, newest first, a page at a time', async () => {
+    // Rows of their own kinds and queues (never handed over: no worker touches them).
+    const now = t.clock.now;
+    const row = (kind: string, queue: string): store.NewRun => ({
+      kind,
+      queue,
+      priority: 0,
+      maxAttempts: 1,
+      timeoutMs: 1_000,
+      payload: {},
+      scheduledAt: now,
+      now,
+      actorKind: 'system',
+      actorId: null,
+      requestId: null,
+    });
+    const [r0, r1, r2, r3, r4, r5] = (
+      await store.insertRuns(t.ctx.db, [row('list.a', 'list-q1'), row('list.b', 'list-q1'), row('list.a', 'list-q2'), row('list.a', 'list-q1'), row('list.b', 'list-q2'), row('list.a', 'list-q2')])
+    ).map((r) => r.id) as [number, number, number, number, number, number];
+    for (const [id, state] of [[r0, 'completed'], [r2, 'discarded'], [r3, 'running'], [r4, 'completed']] as const) {
+      await t.ctx.db('job_runs').where({ id }).update({ state, finalized_at: state === 'running' ? null : now });
+    }
+    const list = async (query: string) => (await t.http.get(`/ops/jobs/runs?${query}`).set('Authorization', auth).expect(200)).body;
+    const ids = (body: { items: { id: number }[] }) => body.items.map((r) => r.id);
+
+    // A kind or a queue alone: waiting, running and finished runs together.
+    expect(ids(await list('kind=list.a'))).toEqual([r5, r3, r2, r0]);
+    expect(ids(await list('queue=list-q2'))).toEqual([r5, r4, r2]);
+    expect(ids(await list('kind=list.b&queue=list-q1'))).toEqual([r1]);
+    // With a state.
+    expect(ids(await list('kind=list.a&state=available'))).toEqual([r5]);
+    expect(ids(await list('kind=list.a&state=completed'))).toEqual([r0]);
+    expect(ids(await list('queue=list-q1&state=running'))).toEqual([r3]);
+    const discarded = ids(await list('state=discarded&limit=200'));
+    expect(discarded).toContain(r2);
+    expect(discarded).toEqual([...discarded].sort((a, b) => b - a));
+    // Pages.
+    const first = await list('kind=list.a&limit=3');
+    expect(ids(first)).toEqual([r5, r3, r2]);
+    expect(first.next_cursor).toEqual(expect.any(String));
+    const second = await list(`kind=list.a&limit=3&cursor=${first.next_cursor}`);
+    expect(ids(second)).toEqual([r0]);
+    expect(second.next_cursor).toBeNull();
+  });
+});
