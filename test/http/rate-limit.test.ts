@@ -5,7 +5,7 @@
 import { contractClient, startTestApp, type TestApp } from '../support/test-app';
 import { createApp } from '../../src/app';
 import { freePort } from '../support/ports';
-import { ipBucket, SYNC_MS } from '../../src/ratelimit/ip-ceiling';
+import { ipBucket, SharedCounter, SYNC_MS } from '../../src/ratelimit/ip-ceiling';
 import { sleep } from '../support/wait';
 
 describe('ipBucket', () => {
@@ -79,6 +79,32 @@ describe('with a ceiling of 5 a minute', () => {
     const keys = await t.ctx.redis.keys(`${t.ctx.config.redisPrefix}rl:ip:${ip}:*`);
     expect(keys).toHaveLength(1); // one window
     expect(Number(await t.ctx.redis.get(keys[0]!))).toBe(8);
+  });
+});
+
+describe('SharedCounter', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t?.close());
+
+  it('counts in one-minute windows aligned to the clock, and sends its counts in one pipeline', async () => {
+    let now = Date.UTC(2026, 10, 22, 12, 0, 50);
+    const prefix = `${t.ctx.config.redisPrefix}test-counter:`;
+    const counter = new SharedCounter(t.ctx.redis, prefix, t.ctx.logger, () => now);
+    expect(counter.hit('a')).toEqual({ count: 1, resetInMs: 10_000 });
+    expect(counter.hit('a').count).toBe(2);
+    expect(counter.hit('b').count).toBe(1);
+    await counter.sync();
+    const window = Math.floor(now / 60_000);
+    expect(await t.ctx.redis.get(`${prefix}a:${window}`)).toBe('2');
+    expect(await t.ctx.redis.get(`${prefix}b:${window}`)).toBe('1');
+    now += 10_000; // the next minute: a fresh count
+    expect(counter.hit('a')).toEqual({ count: 1, resetInMs: 60_000 });
+    await counter.sync();
+    expect(await t.ctx.redis.get(`${prefix}a:${window + 1}`)).toBe('1');
+    expect(await t.ctx.redis.pttl(`${prefix}a:${window + 1}`)).toBeGreaterThan(60_000);
   });
 });
 
