@@ -5,8 +5,8 @@
 // openapi-backend resolves the document and compiles the validators; the per-request steps are
 // ours. Its handleRequest parsed each request three times and matched it against a rebuilt list
 // of every operation: two thirds of the CPU of a request to GET /v1/ping. Here the routes are
-// compiled once, and a request is parsed and validated only when its operation has something to
-// validate (parameters, a body, or a query string it must refuse).
+// compiled once, and a request is parsed and validated only when its operation takes parameters
+// or a body.
 import type { NextFunction, Request, Response } from 'express';
 import express from 'express';
 import OpenAPIBackend, { type Operation } from 'openapi-backend';
@@ -104,7 +104,7 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         const errors = validateBodyOnly(route, req);
         if (errors.length) throw problems.validation(toValidationIssues(errors));
       } else if (route.hasInputs) {
-        const request = { method: req.method, path: req.path, body: req.body, query: (route.takesQuery ? req.query : {}) as any, headers: req.headers as any };
+        const request = { method: req.method, path: req.path, body: req.body, query: query as any, headers: req.headers as any };
         const validation = api.validator.validateRequest(request, route.operation);
         if (validation.errors) throw problems.validation(toValidationIssues(validation.errors));
         params = (validation.coerced?.params as Record<string, unknown> | undefined) ?? params;

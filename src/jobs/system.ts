@@ -141,7 +141,9 @@ export class JobSystem<Services = unknown> {
     const byQueue = new Map<Queue, store.JobRun[]>();
     for (const run of runs) {
       const queue = this.queueOf(run);
-      byQueue.set(queue, [...(byQueue.get(queue) ?? []), run]);
+      const batch = byQueue.get(queue);
+      if (batch) batch.push(run);
+      else byQueue.set(queue, [run]);
     }
     const done: number[] = [];
     await Promise.all(

@@ -5,8 +5,9 @@
 // Shared by every instance through Redis, without a Redis round trip per request (it cost as much
 // CPU as the rest of a request): each instance counts in memory and adds its counts to Redis in
 // one pipeline every SYNC_MS (INCRBY per client, in fixed one-minute windows aligned to the clock),
-// learning the total of all instances from the answer. An instance therefore sees the others'
-// requests within about SYNC_MS; a client can overshoot the ceiling by what it sends meanwhile.
+// learning the total of all instances from the answer. An instance thus learns of the others'
+// requests each time it sends its own counts (every SYNC_MS while the client keeps sending to it):
+// a client spread over several instances can overshoot the ceiling by what it sends meanwhile.
 //
 // When Redis cannot count (down, or slower than SYNC_TIMEOUT_MS) each instance goes on counting on
 // its own and keeps the unsent counts for later; one warning is logged per outage (plus one line
