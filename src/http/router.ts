@@ -22,7 +22,7 @@ import type { Caller } from '../sessions/store';
 
 /** Tags whose operations never touch the database, so they answer while it is unavailable. */
 const DEPENDENCY_FREE_TAGS = new Set(['example', 'system']);
-export const BODY_LIMIT = '1mb';
+const BODY_LIMIT = '1mb';
 
 type SchemeName = 'bearerAuth' | 'sessionCookie';
 const AUTHENTICATORS: Record<SchemeName, (app: AppContext, req: Request) => Promise<AuthResult>> = {

@@ -25,13 +25,13 @@ export interface JobSystemOptions<Services> {
   services: () => Services;
   logger: Logger;
   now: () => Date;
-  concurrency?: Partial<Record<QueueName, number>>;
+  /** Jobs this process runs at once per queue (config.jobConcurrency). */
+  concurrency: Record<QueueName, number>;
   sweepIntervalMs?: number;
 }
 
 /** Exponential backoff between attempts: 1 s, 2 s, 4 s… (BullMQ's own formula, mirrored in job_runs). */
 export const BACKOFF_MS = 1_000;
-const DEFAULT_CONCURRENCY: Record<QueueName, number> = { default: 200, mail: 5, maintenance: 1 }; // see config.jobConcurrency
 const SCHEDULE_PREFIX = 'schedule:';
 const CANCEL_CHANNEL = 'jobs:cancel';
 const CONFIG_CHANNEL = 'jobs:config';
@@ -514,7 +514,7 @@ export class JobSystem<Services = unknown> {
   }
 
   concurrencyOf(queue: QueueName): number {
-    return this.opts.concurrency?.[queue] ?? DEFAULT_CONCURRENCY[queue];
+    return this.opts.concurrency[queue];
   }
 }
 

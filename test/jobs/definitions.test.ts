@@ -112,6 +112,7 @@ describe('schedules in BullMQ', () => {
         services: () => t.ctx,
         logger: t.ctx.logger,
         now: t.ctx.now,
+        concurrency: t.ctx.config.jobConcurrency,
       });
     const others = [make(), make()];
     try {

@@ -1,13 +1,10 @@
 // The outbox: a run committed while Redis is unreachable for the producer stays `available` and is
 // handed over later by the sweeper, and runs exactly once however often it is handed over.
 import net from 'node:net';
-import { startTestApp, contractClient, type TestApp } from '../support/test-app';
+import { startTestApp, startPeer, contractClient, type TestApp } from '../support/test-app';
 import { createApp } from '../../src/app';
 import { freePort } from '../support/ports';
 import { signedInUser } from '../support/users';
-import { buildAppContext } from '../../src/app-context-factory';
-import { createDatabase } from '../../src/platform/database';
-import { createRedis } from '../../src/platform/redis';
 import { bullJobId } from '../../src/jobs/system';
 import type { AppContext } from '../../src/app-context';
 import type { JobKind } from '../../src/jobs/kinds';
@@ -46,30 +43,18 @@ const kinds: JobKind<AppContext>[] = [
 
 let t: TestApp; // the worker instance, Redis reachable
 let producer: AppContext; // an API instance whose Redis is a closed port
+let closeProducer: () => Promise<void>;
 let auth: string;
 const system = { actor: { kind: 'system' as const, id: null } };
 
 beforeAll(async () => {
   t = await startTestApp({}, { workers: true, jobKinds: kinds });
   auth = (await signedInUser(t.ctx, { operator: true })).auth;
-  const config = { ...t.ctx.config, redisUrl: `redis://127.0.0.1:${await freePort()}` };
-  producer = buildAppContext({
-    config, // same database and REDIS_PREFIX as the worker instance
-    logger: t.ctx.logger,
-    db: createDatabase(config.databaseUrl!, 2),
-    redis: createRedis(config.redisUrl, t.ctx.logger),
-    now: t.ctx.now,
-    extraJobKinds: kinds,
-  });
-  producer.state.databaseReady = true;
-  await producer.jobs.init();
+  ({ ctx: producer, close: closeProducer } = await startPeer(t, { redisUrl: `redis://127.0.0.1:${await freePort()}`, jobKinds: kinds }));
 });
 afterAll(async () => {
   for (const release of gates.values()) release();
-  await producer.jobs.stop();
-  producer.mailer.close();
-  producer.redis.disconnect();
-  await producer.db.destroy();
+  await closeProducer();
   await t.close();
 });
 
@@ -239,18 +224,14 @@ it('cancelling a running run from an instance without Redis answers 503 and reco
 describe('a producer whose Redis goes away and comes back', () => {
   let proxy: RedisProxy;
   let api: AppContext;
+  let closeApi: () => Promise<void>;
   beforeAll(async () => {
     const target = new URL(t.ctx.config.redisUrl);
     proxy = new RedisProxy(await freePort(), { host: target.hostname, port: Number(target.port || 6379) });
-    const config = { ...t.ctx.config, redisUrl: `redis://127.0.0.1:${proxy.port}` };
-    api = buildAppContext({ config, logger: t.ctx.logger, db: createDatabase(config.databaseUrl!, 2), redis: createRedis(config.redisUrl, t.ctx.logger), now: t.ctx.now, extraJobKinds: kinds });
-    await api.jobs.init();
+    ({ ctx: api, close: closeApi } = await startPeer(t, { redisUrl: `redis://127.0.0.1:${proxy.port}`, jobKinds: kinds }));
   });
   afterAll(async () => {
-    await api.jobs.stop();
-    api.mailer.close();
-    api.redis.disconnect();
-    await api.db.destroy();
+    await closeApi();
     await proxy.down();
   });
 

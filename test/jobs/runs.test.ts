@@ -2,12 +2,9 @@
 // instance, finalized), retry, timeout and stalled attempts — read through GET /ops/jobs/runs/{id},
 // which is what operators see, and checked against BullMQ and the number of handler invocations.
 import type { Express } from 'express';
-import { startTestApp, contractClient, type TestApp } from '../support/test-app';
+import { startTestApp, startPeer, contractClient, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
-import { buildAppContext } from '../../src/app-context-factory';
 import { createApp } from '../../src/app';
-import { createDatabase } from '../../src/platform/database';
-import { createRedis } from '../../src/platform/redis';
 import type { AppContext } from '../../src/app-context';
 import type { JobKind } from '../../src/jobs/kinds';
 import type { JobConfig } from '../../src/jobs/config';
@@ -367,26 +364,12 @@ describe('cancel', () => {
   describe('from another instance', () => {
     let other: AppContext;
     let otherServer: Express;
+    let closeOther: () => Promise<void>;
     beforeAll(async () => {
-      const config = t.ctx.config;
-      other = buildAppContext({
-        config,
-        logger: t.ctx.logger,
-        db: createDatabase(config.databaseUrl!, 2),
-        redis: createRedis(config.redisUrl, t.ctx.logger),
-        now: t.ctx.now,
-        extraJobKinds: kinds,
-      });
-      other.state.databaseReady = true;
-      await other.jobs.init(); // an API instance: no workers of its own
+      ({ ctx: other, close: closeOther } = await startPeer(t, { jobKinds: kinds })); // an API instance: no workers of its own
       otherServer = createApp(other);
     });
-    afterAll(async () => {
-      await other.jobs.stop();
-      other.mailer.close();
-      other.redis.disconnect();
-      await other.db.destroy();
-    });
+    afterAll(() => closeOther());
 
     it('signals the instance running the run, which ends it cancelled', async () => {
       expect(other.jobs.running).toBe(false);

@@ -72,11 +72,35 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     http: contractClient(server),
     clock,
     async close() {
-      await ctx.jobs.stop();
-      ctx.mailer.close();
-      ctx.redis.disconnect();
-      await ctx.db.destroy();
+      await stopContext(ctx);
       await dropDatabase(name);
     },
   };
+}
+
+/**
+ * Another instance of the service beside a test app (another process, in effect): the same
+ * database and Redis key prefix, its own pools and job system, no workers. `redisUrl` points it
+ * at another Redis (a closed port, a proxy the test takes down).
+ */
+export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKinds?: JobKind<AppContext>[] } = {}) {
+  const config = { ...t.ctx.config, redisUrl: options.redisUrl ?? t.ctx.config.redisUrl };
+  const ctx = buildAppContext({
+    config,
+    logger: t.ctx.logger,
+    db: createDatabase(config.databaseUrl!, 2),
+    redis: createRedis(config.redisUrl, t.ctx.logger),
+    now: t.ctx.now,
+    extraJobKinds: options.jobKinds,
+  });
+  ctx.state.databaseReady = true;
+  await ctx.jobs.init();
+  return { ctx, close: () => stopContext(ctx) };
+}
+
+async function stopContext(ctx: AppContext): Promise<void> {
+  await ctx.jobs.stop();
+  ctx.mailer.close();
+  ctx.redis.disconnect();
+  await ctx.db.destroy();
 }
