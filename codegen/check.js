@@ -14,4 +14,9 @@ if (!fs.existsSync(committed) || fs.readFileSync(committed, 'utf8') !== fs.readF
   console.error('codegen/api-types.ts is out of date with openapi.yaml: run `npm run codegen` and commit the result.');
   process.exit(1);
 }
-console.log('codegen/api-types.ts matches openapi.yaml');
+const access = path.join(root, 'codegen', 'operation-access.ts');
+if (!fs.existsSync(access) || fs.readFileSync(access, 'utf8') !== require('./access').render()) {
+  console.error('codegen/operation-access.ts is out of date with openapi.yaml: run `npm run codegen` and commit the result.');
+  process.exit(1);
+}
+console.log('codegen/api-types.ts and codegen/operation-access.ts match openapi.yaml');

@@ -2,8 +2,11 @@
 // handlers map between these API shapes and domain shapes; src/ never imports them.
 import type { Request, Response } from 'express';
 import type { operations } from '../codegen/api-types';
+import type { PublicOperationId } from '../codegen/operation-access';
 import type { AppContext } from '../src/app-context';
-import type { Caller } from '../src/sessions/store';
+import type { Services } from '../src/services';
+import type { RequestMeta } from '../src/audit/service';
+import type { Caller } from '../src/sessions/service';
 
 export type OperationId = keyof operations;
 type Op<K extends OperationId> = operations[K];
@@ -29,14 +32,15 @@ export type Reply<K extends OperationId> = {
 
 export interface HandlerContext<K extends OperationId> {
   app: AppContext;
+  /** The domain services (over the pool): handlers call these. */
+  services: Services;
   body: RequestBody<K>;
   params: PathParams<K>;
   query: QueryParams<K>;
-  /** The signed-in caller, or null on public operations. */
-  caller: Caller | null;
-  requestId: string;
-  ip: string;
-  userAgent: string | null;
+  /** The signed-in caller: always there on protected operations (the router answered 401 otherwise). */
+  caller: K extends PublicOperationId ? Caller | null : Caller;
+  /** Who asked, from where: request id, client IP, user agent (what audit events record). */
+  meta: RequestMeta;
   req: Request;
   res: Response;
 }

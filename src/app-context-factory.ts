@@ -8,6 +8,7 @@ import { JobSystem } from './jobs/system';
 import { JobRegistry, type JobKind } from './jobs/kinds';
 import { jobKinds } from './jobs/catalog';
 import { Mailer } from './mail/mailer';
+import { Services } from './services';
 
 /** Builds the context every request and job runs with. Tests pass extra job kinds and a clock. */
 export function buildAppContext(parts: {
@@ -28,7 +29,7 @@ export function buildAppContext(parts: {
     mailer: new Mailer(parts.config.mail, parts.logger),
     now,
     state: { databaseReady: false },
-  } as Omit<AppContext, 'jobs'> as AppContext;
+  } as Omit<AppContext, 'jobs' | 'services'> as AppContext;
   app.jobs = new JobSystem<AppContext>({
     db: parts.db,
     redisUrl: parts.config.redisUrl,
@@ -39,5 +40,6 @@ export function buildAppContext(parts: {
     now,
     concurrency: parts.config.jobConcurrency,
   });
+  app.services = new Services(app, parts.db);
   return app;
 }

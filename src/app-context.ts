@@ -5,6 +5,7 @@ import type { RedisClient } from './platform/redis';
 import type { Contract } from './http/contract';
 import type { JobSystem } from './jobs/system';
 import type { Mailer } from './mail/mailer';
+import type { Services } from './services';
 
 /** Everything a request or job needs, built once by the composition root (src/main.ts or a test). */
 export interface AppContext {
@@ -15,6 +16,8 @@ export interface AppContext {
   contract: Contract;
   jobs: JobSystem<AppContext>;
   mailer: Mailer;
+  /** The domain services over the pool; `services.transaction(tx => …)` binds them to one transaction. */
+  services: Services;
   /** Injectable clock: tests move time instead of waiting. */
   now: () => Date;
   state: {

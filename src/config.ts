@@ -45,6 +45,10 @@ export interface Config {
     registerPerMinute: number;
     emailPer15Minutes: number;
     ipPerMinute: number;
+    /** Wrong fresh proofs (password, code, passkey) per user per 15 minutes before 429. */
+    stepUpPer15Minutes: number;
+    /** Wrong one-time codes (verification, reset) per account per day before 429 (DESIGN 6). */
+    codeFailuresPerDay: number;
   };
   session: { idleTimeoutSeconds: number; absoluteLifetimeSeconds: number };
   operatorEmails: string[];
@@ -118,6 +122,8 @@ export function loadConfig(env: Env = process.env): Config {
       registerPerMinute: int(env, 'RATE_LIMIT_REGISTER_PER_MINUTE', 5),
       emailPer15Minutes: int(env, 'RATE_LIMIT_EMAIL_PER_15_MINUTES', 3),
       ipPerMinute: int(env, 'RATE_LIMIT_IP_PER_MINUTE', 600),
+      stepUpPer15Minutes: positive(env, 'RATE_LIMIT_STEP_UP_PER_15_MINUTES', 5),
+      codeFailuresPerDay: positive(env, 'RATE_LIMIT_CODE_FAILURES_PER_DAY', 10),
     },
     session: {
       idleTimeoutSeconds: int(env, 'SESSION_IDLE_TIMEOUT_SECONDS', 14 * 24 * 3600),

@@ -1,5 +1,5 @@
 // Opaque cursors for newest-first lists: base64url JSON of the last item's sort key.
-import { AppError } from './http/problem';
+import { invalidField } from './errors';
 
 export const DEFAULT_LIMIT = 50;
 
@@ -16,7 +16,7 @@ export function decodeCursor<T extends Record<string, string | number>>(cursor: 
   } catch {
     // fall through
   }
-  throw new AppError('validation_failed', 422, 'The cursor is not valid.', { errors: [{ location: 'query.cursor', message: 'is not a cursor from this list' }] });
+  throw invalidField('query.cursor', 'is not a cursor from this list', 'The cursor is not valid.');
 }
 
 /** Fetches one more than asked to know whether there is a next page. */

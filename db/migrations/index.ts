@@ -6,12 +6,14 @@ import * as usersAndSessions from './20261122000000_users_and_sessions';
 import * as auditJobsMail from './20261122010000_audit_jobs_mail';
 import * as oneTimeCodes from './20261122020000_one_time_codes';
 import * as jobRunsIndexes from './20261122030000_job_runs_indexes';
+import * as personalDataAndPruning from './20261123020000_personal_data_and_pruning';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
   '20261122010000_audit_jobs_mail': auditJobsMail,
   '20261122020000_one_time_codes': oneTimeCodes,
   '20261122030000_job_runs_indexes': jobRunsIndexes,
+  '20261123020000_personal_data_and_pruning': personalDataAndPruning,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

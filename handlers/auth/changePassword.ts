@@ -1,15 +1,10 @@
 import type { Handler } from '../types';
-import { changePassword as change } from '../../src/accounts/password-change';
-import { problems } from '../../src/http/problem';
 
-export const changePassword: Handler<'changePassword'> = async (ctx) => {
-  if (!ctx.caller) throw problems.unauthenticated();
-  const { revokedSessions } = await change(ctx.app, {
-    userId: ctx.caller.userId,
-    sessionId: ctx.caller.sessionId,
-    currentPassword: ctx.body.current_password,
-    newPassword: ctx.body.new_password,
-    meta: { requestId: ctx.requestId, ip: ctx.ip, userAgent: ctx.userAgent },
-  });
+/** 200 `{revoked_sessions}`: the password is changed and every other session revoked. */
+export const changePassword: Handler<'changePassword'> = async ({ services, caller, body, meta }) => {
+  const { revokedSessions } = await services.accounts.changePassword(
+    { userId: caller.userId, sessionId: caller.sessionId, currentPassword: body.current_password, newPassword: body.new_password },
+    meta,
+  );
   return { status: 200, body: { revoked_sessions: revokedSessions } };
 };

@@ -1,22 +1,9 @@
 import type { Handler } from '../types';
-import { deleteAccount, verifyFreshProof } from '../../src/accounts/delete-account';
-import { sessionCookieName } from '../../src/http/authenticate';
-import { problems } from '../../src/http/problem';
+import { clearSessionCookie } from './session-reply';
 
-export const deleteMe: Handler<'deleteMe'> = async (ctx) => {
-  const { app, caller, body } = ctx;
-  if (!caller) throw problems.unauthenticated();
-  const meta = { requestId: ctx.requestId, ip: ctx.ip, userAgent: ctx.userAgent };
-  const proofMethod = body.password !== undefined ? 'password' : body.code !== undefined ? 'code' : 'passkey';
-  await verifyFreshProof(app, { userId: caller.userId, proof: body, operation: 'deleteMe', meta });
-  await deleteAccount(app, { userId: caller.userId, proofMethod, meta });
-  // Clear the session cookie (Max-Age=0), whichever transport this request used.
-  ctx.res.cookie(sessionCookieName(app.config), '', {
-    httpOnly: true,
-    secure: app.config.publicBaseUrl.startsWith('https:'),
-    sameSite: 'lax',
-    path: '/',
-    maxAge: 0,
-  });
-  return { status: 204, body: undefined };
+/** 204: the account and its personal data are gone; the session cookie is cleared, whichever transport was used. */
+export const deleteMe: Handler<'deleteMe'> = async ({ app, services, caller, body, meta }) => {
+  const proofMethod = await services.accounts.verifyFreshProof({ userId: caller.userId, proof: body, operation: 'deleteMe' }, meta);
+  await services.accounts.deleteAccount({ userId: caller.userId, proofMethod }, meta);
+  return { status: 204, body: undefined, headers: clearSessionCookie(app.config) };
 };

@@ -1,10 +1,7 @@
 import type { Handler } from '../types';
-import { resendVerification } from '../../src/accounts/email-verification';
-import { problems } from '../../src/http/problem';
 
-export const resendVerificationEmail: Handler<'resendVerificationEmail'> = async (ctx) => {
-  if (!ctx.caller) throw problems.unauthenticated();
-  const meta = { requestId: ctx.requestId, ip: ctx.ip, userAgent: ctx.userAgent };
-  const { expiresAt } = await resendVerification(ctx.app, ctx.caller.userId, meta);
+/** 202 `{sent, expires_at}`: a new code is mailed and the old one dies. */
+export const resendVerificationEmail: Handler<'resendVerificationEmail'> = async ({ services, caller, meta }) => {
+  const { expiresAt } = await services.emailVerification.resend(caller, meta);
   return { status: 202, body: { sent: true, expires_at: expiresAt.toISOString() } };
 };

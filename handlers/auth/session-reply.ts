@@ -4,10 +4,8 @@
 import type { components } from '../../codegen/api-types';
 import type { Config } from '../../src/config';
 import type { AccountView } from '../../src/accounts/me';
-import type { IssuedSession } from '../../src/accounts/sign-in';
-import type { Request } from 'express';
+import type { IssuedSession } from '../../src/accounts/service';
 import { sessionCookieName } from '../../src/http/authenticate';
-import { AppError } from '../../src/http/problem';
 
 type ApiUser = components['schemas']['User'];
 type LoginSuccess = components['schemas']['LoginSuccess'];
@@ -53,15 +51,4 @@ export function sessionReply(config: Config, issued: IssuedSession, now: Date): 
   if (issued.transport === 'bearer') return { body: { ...body, token: issued.session.token }, headers: {} };
   const maxAge = Math.max(0, Math.floor((issued.session.expiresAt.getTime() - now.getTime()) / 1000));
   return { body, headers: { 'Set-Cookie': sessionCookie(config, issued.session.token, maxAge) } };
-}
-
-/**
- * Sign-in bodies must be JSON. The body parsers also read HTML-form encodings, and a cross-site
- * form posting `email=…&password=…` would otherwise sign the victim's browser in to the
- * attacker's account (login CSRF): no cross-site page can send JSON without a CORS preflight.
- */
-export function requireJsonBody(req: Request): void {
-  if (!req.is(['application/json', 'application/*+json'])) {
-    throw new AppError('malformed_body', 400, 'The request body must be JSON (Content-Type: application/json).');
-  }
 }

@@ -1,6 +1,6 @@
 import type { Handler } from '../types';
 
-export const echo: Handler<'echo'> = ({ body, requestId }) => ({
+export const echo: Handler<'echo'> = ({ body, meta }) => ({
   status: 200,
-  body: { message: body.message, request_id: requestId },
+  body: { message: body.message, request_id: meta.requestId! },
 });

@@ -1,3 +1,3 @@
 import type { Handler } from '../types';
 
-export const getMailConfig: Handler<'getMailConfig'> = ({ app }) => ({ status: 200, body: app.mailer.describe() });
+export const getMailConfig: Handler<'getMailConfig'> = ({ services }) => ({ status: 200, body: services.mail.describe() });

@@ -1,5 +1,6 @@
 // Passwords: bcrypt (async API, off the event loop) over a SHA-256 pre-hash, so passwords longer
 // than bcrypt's 72-byte limit are never truncated (DESIGN 2). The pre-hash is base64 (44 bytes).
+// Not usable inside a database transaction (see src/services.ts): 250 ms of hashing would hold it.
 import { createHash } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import { dictionary } from '@zxcvbn-ts/language-common';
@@ -19,11 +20,6 @@ export function verifyPassword(password: string, hash: string): Promise<boolean>
   return bcrypt.compare(prehash(password), hash);
 }
 
-/** True when the stored hash was made with another cost than the configured one. */
-export function needsRehash(hash: string, cost: number): boolean {
-  return bcrypt.getRounds(hash) !== cost;
-}
-
 /** One of the 10,000 most common passwords (case-insensitive). */
 export function isCommonPassword(password: string): boolean {
   common ??= new Set(dictionary['passwords-common'].slice(0, COMMON_COUNT).map((p: string) => p.toLowerCase()));
@@ -31,15 +27,45 @@ export function isCommonPassword(password: string): boolean {
 }
 
 /**
- * A hash of a password nobody knows, made once at the configured cost: comparing against it when
- * the account does not exist keeps "unknown email" and "wrong password" equally slow.
+ * A hash of a password nobody knows, made once per cost: comparing against it when the account
+ * does not exist keeps "unknown email" and "wrong password" equally slow.
  */
 const dummyHashes = new Map<number, Promise<string>>();
-export function dummyHash(cost: number): Promise<string> {
-  let hash = dummyHashes.get(cost);
-  if (!hash) {
-    hash = hashPassword(`dummy-${Math.random()}`, cost);
-    dummyHashes.set(cost, hash);
+
+export class PasswordHasher {
+  constructor(
+    private readonly cost: number,
+    private readonly inTransaction = false,
+  ) {}
+
+  hash(password: string): Promise<string> {
+    this.assertOutsideTransaction();
+    return hashPassword(password, this.cost);
   }
-  return hash;
+
+  /** Compares against `hash`, or against the dummy hash when there is none (same cost either way). */
+  async verify(password: string, hash: string | null): Promise<boolean> {
+    this.assertOutsideTransaction();
+    const matches = await verifyPassword(password, hash ?? (await this.dummyHash()));
+    return matches && hash !== null;
+  }
+
+  /** True when the stored hash was made with another cost than the configured one. */
+  needsRehash(hash: string): boolean {
+    return bcrypt.getRounds(hash) !== this.cost;
+  }
+
+  /** Made at start-up (main.ts), so the first unknown-email sign-in is not slower than others. */
+  dummyHash(): Promise<string> {
+    let hash = dummyHashes.get(this.cost);
+    if (!hash) {
+      hash = hashPassword(`dummy-${Math.random()}`, this.cost);
+      dummyHashes.set(this.cost, hash);
+    }
+    return hash;
+  }
+
+  private assertOutsideTransaction(): void {
+    if (this.inTransaction) throw new Error('passwords are not hashed inside a database transaction (bcrypt would hold it open)');
+  }
 }

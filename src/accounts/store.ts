@@ -1,8 +1,9 @@
 // The users table: the only file with SQL for accounts.
 import type { Knex } from 'knex';
-import type { Db } from '../platform/database';
 import { newId } from '../ids';
 import { prepared, runPrepared } from '../platform/prepared';
+
+type Db = Knex | Knex.Transaction;
 
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -58,13 +59,13 @@ function toUserRow(r: any): UserRow {
   };
 }
 
-export async function findUserById(db: Db | Knex.Transaction, id: string): Promise<UserRow | null> {
+export async function findUserById(db: Db, id: string): Promise<UserRow | null> {
   const row = await db('users').where({ id }).first(USER_COLUMNS);
   return row ? toUserRow(row) : null;
 }
 
 /** The account with this email (compared normalised: trimmed, lower case), or null. */
-export async function findUserByEmail(db: Db | Knex.Transaction, email: string): Promise<UserRow | null> {
+export async function findUserByEmail(db: Db, email: string): Promise<UserRow | null> {
   const [row] = await runPrepared(db, FIND_USER_BY_EMAIL, [normaliseEmail(email)]);
   return row ? toUserRow(row) : null;
 }
@@ -77,7 +78,7 @@ const FIND_USER_BY_EMAIL = prepared('users.find_by_email', `select ${USER_COLUMN
  * index, so two concurrent registrations of one address cannot both succeed.
  */
 export async function createPasswordUser(
-  db: Db | Knex.Transaction,
+  db: Db,
   input: { email: string; name: string | null; passwordHash: string; now: Date },
 ): Promise<UserRow | null> {
   const rows = await db('users')
@@ -96,7 +97,28 @@ export async function createPasswordUser(
 }
 
 /** Replaces the password hash only if it is still `oldHash` (a concurrent change wins). */
-export async function replacePasswordHash(db: Db | Knex.Transaction, userId: string, oldHash: string, newHash: string): Promise<boolean> {
+export async function replacePasswordHash(db: Db, userId: string, oldHash: string, newHash: string): Promise<boolean> {
   const n = await db('users').where({ id: userId, password_hash: oldHash }).update({ password_hash: newHash });
   return n > 0;
+}
+
+/** Locks the user's row for the rest of the transaction; null when it is gone. */
+export async function lockUser(db: Db, id: string): Promise<{ id: string; email: string; emailVerified: boolean } | null> {
+  const row = await db('users').where({ id }).forUpdate().first('id', 'email', 'email_verified_at');
+  return row ? { id: row.id, email: row.email, emailVerified: row.email_verified_at !== null } : null;
+}
+
+export async function markEmailVerified(db: Db, id: string, now: Date): Promise<void> {
+  await db('users').where({ id }).update({ email_verified_at: now, updated_at: now });
+}
+
+/** A password set with a reset code: the code proves the mailbox, so the email becomes verified too. */
+export async function setPasswordFromReset(db: Db, id: string, passwordHash: string, now: Date): Promise<void> {
+  await db('users')
+    .where({ id })
+    .update({ password_hash: passwordHash, updated_at: now, email_verified_at: db.raw('coalesce(email_verified_at, ?)', [now]) });
+}
+
+export async function deleteUser(db: Db, id: string): Promise<void> {
+  await db('users').where({ id }).delete();
 }

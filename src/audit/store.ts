@@ -32,7 +32,7 @@ const INSERT_AUDIT_EVENT = prepared(
    values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 );
 
-export async function recordAudit(trx: Knex | Knex.Transaction, event: AuditEventInput): Promise<string> {
+export async function insertAuditEvent(trx: Knex | Knex.Transaction, event: AuditEventInput): Promise<string> {
   const id = newId('aud');
   await runPrepared(trx, INSERT_AUDIT_EVENT, [
     id,
@@ -48,4 +48,22 @@ export async function recordAudit(trx: Knex | Knex.Transaction, event: AuditEven
     JSON.stringify(event.data ?? {}),
   ]);
   return id;
+}
+
+/** Clears ip and user agent of every event the user acted in (the actor id stays, a pseudonym). */
+export async function eraseActorDetails(db: Knex | Knex.Transaction, userId: string): Promise<number> {
+  return db('audit_events').where({ actor_id: userId }).where((q) => q.whereNotNull('ip').orWhereNotNull('user_agent')).update({ ip: null, user_agent: null });
+}
+
+/**
+ * Event data that names an address keeps it under `to` or `email` (ops.mail.test_sent…): removed
+ * for the erased address. Only the actions known to record one are scanned (action index).
+ */
+export const ACTIONS_WITH_ADDRESS = ['ops.mail.test_sent'];
+
+export async function eraseAddressInData(db: Knex | Knex.Transaction, email: string): Promise<number> {
+  return db('audit_events')
+    .whereIn('action', ACTIONS_WITH_ADDRESS)
+    .where((q) => q.whereRaw("data->>'to' = ?", [email]).orWhereRaw("data->>'email' = ?", [email]))
+    .update({ data: db.raw(`data - 'to' - 'email' || '{"erased": true}'::jsonb`) });
 }

@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import cookieParser from 'cookie-parser';
 import type { AppContext } from '../app-context';
 import type { Config } from '../config';
-import { findLiveSession, type Caller } from '../sessions/store';
+import type { Caller } from '../sessions/service';
 import { problems } from './problem';
 
 /** Falsy (no credential / not valid) or the caller; `error` when the lookup itself failed. */
@@ -17,7 +17,7 @@ export function sessionCookieName(config: Config): string {
 async function resolve(app: AppContext, token: string | undefined, transport: Caller['transport']): Promise<AuthResult> {
   if (!token) return null;
   try {
-    const caller = await findLiveSession(app.db, token, app.config.session, app.now());
+    const caller = await app.services.sessions.findLive(token);
     // A token only authenticates through the transport it was issued for.
     return caller && caller.transport === transport ? { caller } : null;
   } catch (error) {

@@ -7,7 +7,7 @@ function fromBodyParser(err: { type?: string; status?: number }): AppError | nul
   if (err.type === 'entity.too.large') return problems.payloadTooLarge();
   if (err.type === 'entity.parse.failed') return problems.malformedBody();
   // Anything else body-parser refuses (bad encoding or charset, aborted body) is a bad body too.
-  if (err.type) return new AppError('malformed_body', 400, 'The request body could not be read (unsupported encoding or charset, or incomplete).');
+  if (err.type) return problems.malformedBody('The request body could not be read (unsupported encoding or charset, or incomplete).');
   return null;
 }
 

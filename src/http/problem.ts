@@ -1,24 +1,10 @@
-// One error type for the whole service, and the one place that turns errors into Problem bodies.
+// The one place that turns errors (src/errors.ts) into Problem bodies, and the errors only the HTTP
+// layer raises.
 import { STATUS_CODES } from 'node:http';
 import type { Response } from 'express';
+import { AppError, commonErrors, defineErrors, type ValidationIssue } from '../errors';
 
-export interface ValidationIssue {
-  message: string;
-  location: string;
-}
-
-/** Throw this anywhere: `new AppError('last_owner', 409, 'An organisation needs an owner.')`. */
-export class AppError extends Error {
-  constructor(
-    readonly code: string,
-    readonly status: number,
-    detail: string,
-    readonly extra: { errors?: ValidationIssue[]; headers?: Record<string, string>; fields?: Record<string, unknown> } = {},
-  ) {
-    super(detail);
-    this.name = 'AppError';
-  }
-}
+export { AppError, type ValidationIssue } from '../errors';
 
 export const reasonPhrase = (status: number): string => {
   // RFC 9110 renamed these two; Node still ships the old phrases.
@@ -49,20 +35,25 @@ export function sendProblem(res: Response, err: AppError): void {
     .send(JSON.stringify(problemBody(err.status, err.code, err.message, requestId, err.extra)));
 }
 
+const httpErrors = defineErrors('http', {
+  malformedBody: { code: 'malformed_body', status: 400, detail: 'The request body is not valid JSON.' },
+  methodNotAllowed: { code: 'method_not_allowed', status: 405, detail: 'This path does not accept this method.' },
+  payloadTooLarge: { code: 'payload_too_large', status: 413, detail: 'The request body is larger than 1 MiB.' },
+  notImplemented: { code: 'not_implemented', status: 501, detail: 'This operation is not implemented yet.' },
+  internal: { code: 'internal', status: 500, detail: 'Something went wrong. Quote the request id when reporting it.' },
+});
+
 export const problems = {
-  malformedBody: () => new AppError('malformed_body', 400, 'The request body is not valid JSON.'),
-  unauthenticated: () => new AppError('unauthenticated', 401, 'Sign in to use this operation.'),
-  forbidden: (detail = 'You do not have permission to do this.') => new AppError('forbidden', 403, detail),
-  notFound: (detail = 'No such resource.') => new AppError('not_found', 404, detail),
-  methodNotAllowed: (allow: string[]) =>
-    new AppError('method_not_allowed', 405, `This path accepts ${allow.join(', ')}.`, { headers: { Allow: allow.join(', ') } }),
-  payloadTooLarge: () => new AppError('payload_too_large', 413, 'The request body is larger than 1 MiB.'),
-  validation: (errors: ValidationIssue[]) =>
-    new AppError('validation_failed', 422, 'The request does not match the contract.', { errors }),
-  notImplemented: () => new AppError('not_implemented', 501, 'This operation is not implemented yet.'),
-  unavailable: (detail = 'A dependency is unreachable. Try again shortly.', retryAfter = 5) =>
-    new AppError('unavailable', 503, detail, { headers: { 'Retry-After': String(retryAfter) } }),
-  internal: () => new AppError('internal', 500, 'Something went wrong. Quote the request id when reporting it.'),
+  malformedBody: (detail?: string) => httpErrors.malformedBody(detail),
+  unauthenticated: () => commonErrors.unauthenticated(),
+  forbidden: (detail?: string) => commonErrors.forbidden(detail),
+  notFound: (detail?: string) => commonErrors.notFound(detail),
+  methodNotAllowed: (allow: string[]) => httpErrors.methodNotAllowed(`This path accepts ${allow.join(', ')}.`, { headers: { Allow: allow.join(', ') } }),
+  payloadTooLarge: () => httpErrors.payloadTooLarge(),
+  validation: (errors: ValidationIssue[]) => commonErrors.validation(undefined, { errors }),
+  notImplemented: () => httpErrors.notImplemented(),
+  unavailable: (detail?: string, retryAfter = 5) => commonErrors.unavailable(detail, { headers: { 'Retry-After': String(retryAfter) } }),
+  internal: () => httpErrors.internal(),
 };
 
 /** Errors that mean a dependency is down (not a bug): answered 503, not 500. */

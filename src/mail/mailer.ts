@@ -1,20 +1,23 @@
-// Outgoing mail: SMTP through nodemailer when SMTP_URL is set, else a `log` transport that only
-// records. Every message sent (either way) is kept in mail_messages, so operators and tests can
-// read what went out; the retention job deletes old records.
+// The mail transport: SMTP through nodemailer when SMTP_URL is set, else a `log` transport that
+// only logs that a message went out (recipient and subject; never a body, which may hold a code).
 import nodemailer, { type Transporter } from 'nodemailer';
-import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 
-export interface MailMessage {
-  to: string;
+export interface MailContent {
   subject: string;
   text: string;
   html: string;
 }
 
+export interface MailMessage extends MailContent {
+  to: string;
+}
+
 export interface MailSettings {
   smtpUrl: string | null;
   from: string;
+  /** `log` sends nothing; production refuses it unless asked for explicitly (config.ts). */
+  transport?: 'smtp' | 'log';
 }
 
 export interface MailDescription {
@@ -51,14 +54,15 @@ export class Mailer {
     private readonly settings: MailSettings,
     private readonly logger: Logger,
   ) {
-    this.transporter = settings.smtpUrl ? createSmtpTransport(settings.smtpUrl) : null;
+    const transport = settings.transport ?? (settings.smtpUrl ? 'smtp' : 'log');
+    this.transporter = transport === 'smtp' && settings.smtpUrl ? createSmtpTransport(settings.smtpUrl) : null;
   }
 
   describe(): MailDescription {
-    if (!this.settings.smtpUrl) {
+    if (!this.transporter) {
       return { transport: 'log', host: null, port: null, secure: false, from: this.settings.from, configured: false, auth: false };
     }
-    const url = new URL(this.settings.smtpUrl);
+    const url = new URL(this.settings.smtpUrl!);
     const secure = url.protocol === 'smtps:';
     return {
       transport: 'smtp',
@@ -71,25 +75,18 @@ export class Mailer {
     };
   }
 
-  /** Sends (SMTP) or logs the message, then records it. Throws when the SMTP server refuses it. */
-  async send(db: Knex, message: MailMessage, jobRunId: number | null): Promise<{ messageId: string | null }> {
-    let messageId: string | null = null;
-    if (this.transporter) {
-      const info = await this.transporter.sendMail({ from: this.settings.from, ...message });
-      messageId = info.messageId ?? null;
-    } else {
-      this.logger.info('mail (log transport, not sent)', { to: message.to, subject: message.subject });
+  get transport(): 'smtp' | 'log' {
+    return this.transporter ? 'smtp' : 'log';
+  }
+
+  /** Sends the message (SMTP) or logs that it would have (log). Throws when the SMTP server refuses it. */
+  async send(message: MailMessage, jobRunId: number | null): Promise<{ messageId: string | null }> {
+    if (!this.transporter) {
+      this.logger.info('mail (log transport, not sent)', { to: message.to, subject: message.subject, job_run_id: jobRunId });
+      return { messageId: null };
     }
-    await db('mail_messages').insert({
-      job_run_id: jobRunId,
-      to: message.to,
-      subject: message.subject,
-      text: message.text,
-      html: message.html,
-      transport: this.transporter ? 'smtp' : 'log',
-      message_id: messageId,
-    });
-    return { messageId };
+    const info = await this.transporter.sendMail({ from: this.settings.from, ...message });
+    return { messageId: info.messageId ?? null };
   }
 
   close(): void {

@@ -1,5 +1,8 @@
 // Mail templates: each renders a subject, a text body and an HTML body from its parameters.
-import type { MailMessage } from './mailer';
+// Secrets (one-time codes) go only into bodies, never into subjects (subjects are logged, shown in
+// notifications and lock screens). `render` renders a message with its secrets, for sending, or
+// with them masked, for the stored copy.
+import type { MailContent } from './mailer';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -16,27 +19,52 @@ function layout(title: string, paragraphs: string[]): string {
 `;
 }
 
+const message = (subject: string, title: string, lines: string[]): MailContent => ({ subject, text: `${lines.join('\n\n')}\n`, html: layout(title, lines) });
+
+/** Shown instead of a secret in the stored copy of a message. */
+export const REDACTED = '[redacted]';
+
 export const templates = {
-  verifyEmail: (p: { code: string; minutes: number }): Omit<MailMessage, 'to'> => {
-    const lines = [`Your verification code is ${p.code}.`, `Enter it in the app within ${p.minutes} minutes to confirm this email address.`, "If you did not create an account, ignore this email."];
-    return { subject: `Your verification code: ${p.code}`, text: `${lines.join('\n\n')}\n`, html: layout('Confirm your email address', lines) };
-  },
-  passwordReset: (p: { code: string; minutes: number }): Omit<MailMessage, 'to'> => {
-    const lines = [`Your password reset code is ${p.code}.`, `It is valid for ${p.minutes} minutes.`, 'If you did not ask to reset your password, ignore this email: your password has not changed.'];
-    return { subject: `Your password reset code: ${p.code}`, text: `${lines.join('\n\n')}\n`, html: layout('Reset your password', lines) };
-  },
-  passwordChanged: (p: { at: string }): Omit<MailMessage, 'to'> => {
-    const lines = [`The password of your account was changed at ${p.at}.`, 'Every other signed-in device was signed out.', 'If this was not you, reset your password now and contact support.'];
-    return { subject: 'Your password was changed', text: `${lines.join('\n\n')}\n`, html: layout('Your password was changed', lines) };
-  },
-  test: (p: { to: string; requestedBy: string | null; at: string }): Omit<MailMessage, 'to'> => {
-    const lines = [
+  verifyEmail: (p: { minutes: number; code: string }) =>
+    message('Confirm your email address', 'Confirm your email address', [
+      `Your verification code is ${p.code}.`,
+      `Enter it in the app within ${p.minutes} minutes to confirm this email address.`,
+      'If you did not create an account, ignore this email.',
+    ]),
+  passwordReset: (p: { minutes: number; code: string }) =>
+    message('Reset your password', 'Reset your password', [
+      `Your password reset code is ${p.code}.`,
+      `It is valid for ${p.minutes} minutes.`,
+      'If you did not ask to reset your password, ignore this email: your password has not changed.',
+    ]),
+  passwordChanged: (p: { at: string }) =>
+    message('Your password was changed', 'Your password was changed', [
+      `The password of your account was changed at ${p.at}.`,
+      'Every other signed-in device was signed out.',
+      'If this was not you, reset your password now and contact support.',
+    ]),
+  test: (p: { requestedBy: string | null; at: string }) =>
+    message('Tenant API test email', 'Tenant API test email', [
       'This is a test email from Tenant API.',
       'If you can read it, outgoing mail works: it went through the same job queue as every other email.',
       `Requested ${p.requestedBy ? `by operator ${p.requestedBy} ` : ''}at ${p.at}.`,
-    ];
-    return { subject: 'Tenant API test email', text: `${lines.join('\n\n')}\n`, html: layout('Tenant API test email', lines) };
-  },
+    ]),
 };
 
 export type TemplateName = keyof typeof templates;
+type ParamsOf<T extends TemplateName> = Parameters<(typeof templates)[T]>[0];
+
+/** What a mail job carries: the template, its plain parameters and, apart, its secrets. */
+export type TemplatedMail = {
+  [T in TemplateName]: { template: T; params: Omit<ParamsOf<T>, 'code'>; secret?: Pick<ParamsOf<T>, Extract<keyof ParamsOf<T>, 'code'>> };
+}[TemplateName];
+
+export function isTemplateName(name: unknown): name is TemplateName {
+  return typeof name === 'string' && Object.hasOwn(templates, name);
+}
+
+/** The message with its secrets (for sending) or with each secret masked (for the stored copy). */
+export function render(mail: { template: TemplateName; params: object; secret?: Record<string, string> }, withSecrets: boolean): MailContent {
+  const secret = Object.fromEntries(Object.keys(mail.secret ?? {}).map((k) => [k, withSecrets ? mail.secret![k]! : REDACTED]));
+  return (templates[mail.template] as (p: object) => MailContent)({ ...mail.params, ...secret });
+}

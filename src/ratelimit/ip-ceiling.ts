@@ -18,7 +18,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { AppContext } from '../app-context';
 import type { Logger } from '../logger';
 import type { RedisClient } from '../platform/redis';
-import { AppError } from '../http/problem';
+import { rateLimited } from '../errors';
 
 const UNCOUNTED_PATHS = new Set(['/healthz', '/readyz']);
 const WINDOW_MS = 60_000;
@@ -152,7 +152,7 @@ export function ipCeiling(app: AppContext) {
     if (max === 0 || UNCOUNTED_PATHS.has(req.path)) return next(); // 0 turns the ceiling off
     const { count, resetInMs } = counter.hit(ipBucket(res.locals.ip || 'unknown'));
     if (count <= max) return next();
-    const retryAfter = String(Math.max(1, Math.ceil(resetInMs / 1000)));
-    next(new AppError('rate_limited', 429, `Too many requests from this address. Try again in ${retryAfter} seconds.`, { headers: { 'Retry-After': retryAfter } }));
+    const retryAfter = Math.max(1, Math.ceil(resetInMs / 1000));
+    next(rateLimited(retryAfter, `Too many requests from this address. Try again in ${retryAfter} seconds.`));
   };
 }

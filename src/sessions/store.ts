@@ -138,3 +138,24 @@ export async function revokeOtherSessions(db: Db | Knex.Transaction, userId: str
   if (keepId) q.whereNot('id', keepId);
   return q.update({ revoked_at: now });
 }
+
+/**
+ * Deletes, `batch` rows a statement, sessions that ended before `before`: past their absolute
+ * expiry or revoked (an idle-expired session goes at its absolute expiry). Returns how many.
+ */
+export async function deleteDeadSessions(db: Db | Knex.Transaction, before: Date, batch: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await db('sessions')
+      .whereIn(
+        'id',
+        db('sessions')
+          .select('id')
+          .where((q) => q.where('expires_at', '<', before).orWhere('revoked_at', '<', before))
+          .limit(batch),
+      )
+      .delete();
+    total += n;
+    if (n < batch) return total;
+  }
+}

@@ -2,6 +2,7 @@ import { startTestApp, type TestApp } from '../support/test-app';
 import { insertUser } from '../../src/accounts/store';
 import { hashPassword } from '../../src/accounts/passwords';
 import { createSession } from '../../src/sessions/store';
+import { signedInUser } from '../support/users';
 
 const ORIGIN = 'https://app.example.com';
 const PASSWORD = 'correct horse battery staple';
@@ -40,15 +41,42 @@ it('deletes the account with the password: 204, cookie cleared, every session re
   expect(await t.ctx.db('users').where({ id: u.userId }).first()).toBeUndefined();
   expect(await t.ctx.db('sessions').where({ user_id: u.userId })).toEqual([]);
 
-  // The audit event keeps only the pseudonymous id, no email or name.
+  // The audit event keeps only the pseudonymous id: no email, name, address or user agent.
   const [event] = await auditOf('auth.account.deleted', u.userId);
-  expect(event).toMatchObject({ actor_kind: 'user', actor_id: u.userId, target_kind: 'user', target_id: u.userId, user_agent: 'jest' });
+  expect(event).toMatchObject({ actor_kind: 'user', actor_id: u.userId, target_kind: 'user', target_id: u.userId, ip: null, user_agent: null });
   expect(event.request_id).toBe(res.headers['x-request-id']);
   expect(event.data).toEqual({ proof: 'password', sessions_revoked: 2 });
   expect(JSON.stringify(event)).not.toContain(u.email.toLowerCase());
 
   // The email can register again at once.
   await expect(insertUser(t.ctx.db, { email: u.email })).resolves.toMatch(/^usr_/);
+});
+
+it('erases the address everywhere the service kept it: mail records, mail runs (waiting ones cancelled), audit data, the user\'s audit ip and user agent', async () => {
+  const u = await userWithPassword();
+  const address = u.email.toLowerCase();
+  const operator = await signedInUser(t.ctx, { operator: true });
+  // A verification mail waiting in the outbox (no workers here), an operator's test mail to the
+  // address, and the record of a message sent to it earlier.
+  await t.http.post('/v1/auth/verify-email/resend').set('Authorization', u.auth).set('User-Agent', 'jest').expect(202);
+  await t.http.post('/ops/mail/test').set('Authorization', operator.auth).send({ to: address }).expect(202);
+  await t.ctx.db('mail_messages').insert({ to: address, subject: 'Confirm your email address', text: 'x', html: 'x', transport: 'log' });
+  const runsBefore = await t.ctx.db('job_runs').whereRaw("payload->>'to' = ?", [address]);
+  expect(runsBefore).toHaveLength(2);
+
+  await t.http.delete('/v1/auth/me').set('Authorization', u.auth).send({ password: PASSWORD }).expect(204);
+
+  const runs = await t.ctx.db('job_runs').whereIn('id', runsBefore.map((r: any) => r.id));
+  for (const run of runs) expect(run).toMatchObject({ state: 'cancelled', payload: { to: '[erased]' } });
+  expect(await t.ctx.db('mail_messages').where({ to: address })).toEqual([]);
+  const dump = JSON.stringify(await t.ctx.db('audit_events').select('*'));
+  expect(dump).not.toContain(address);
+  const own = await t.ctx.db('audit_events').where({ actor_id: u.userId });
+  expect(own.length).toBeGreaterThanOrEqual(2);
+  for (const e of own) expect(e).toMatchObject({ ip: null, user_agent: null });
+  const [testMail] = await t.ctx.db('audit_events').where({ action: 'ops.mail.test_sent', actor_id: operator.userId });
+  expect(testMail.data).toMatchObject({ erased: true });
+  expect(testMail.data.to).toBeUndefined();
 });
 
 it('removes pending one-time codes with the account', async () => {

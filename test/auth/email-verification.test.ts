@@ -2,7 +2,7 @@
 // real SMTP server, read from the received message and used; 15 minutes, single use, replaced by a
 // newer one, dead after 5 wrong tries, stored only as an HMAC; resends limited to 3 per 15 minutes.
 import type { TestApp } from '../support/test-app';
-import { startAppWithSmtp, type TestSmtpServer } from '../support/smtp';
+import { codeIn, startAppWithSmtp, type TestSmtpServer } from '../support/smtp';
 import { insertUser } from '../../src/accounts/store';
 import { hashPassword } from '../../src/accounts/passwords';
 import { createSession } from '../../src/sessions/store';
@@ -28,13 +28,11 @@ async function newUser(opts: { verified?: boolean } = {}) {
 
 /** The code of the `nth` (1-based) verification mail that reached the SMTP server for `email`. */
 async function mailedCode(email: string, nth = 1): Promise<string> {
-  const mine = () => smtp.messages.filter((m) => m.to.includes(email) && /verification code/.test(m.subject));
+  const mine = () => smtp.messages.filter((m) => m.to.includes(email) && m.subject === 'Confirm your email address');
   await smtp.waitForMessage(() => mine().length >= nth);
   const message = mine()[nth - 1]!;
   expect(message.raw).toContain('within 15 minutes');
-  const code = /(\d{6})/.exec(message.subject)?.[1];
-  expect(code).toMatch(/^\d{6}$/);
-  return code!;
+  return codeIn(message);
 }
 
 const resend = (auth: string) => t.http.post('/v1/auth/verify-email/resend').set('Authorization', auth);

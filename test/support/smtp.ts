@@ -152,3 +152,10 @@ export async function startAppWithSmtp(env: Record<string, string> = {}) {
     },
   };
 }
+
+/** The 6-digit code a message carries in its body ("… code is 123456."): never in its subject. */
+export function codeIn(message: ReceivedMail): string {
+  const code = /code is (\d{6})\./.exec(message.raw)?.[1];
+  if (!code) throw new Error(`no code in the message "${message.subject}"`);
+  return code;
+}

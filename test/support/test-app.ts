@@ -6,7 +6,7 @@ import type { Express } from 'express';
 import { cloneTemplateDatabase, databaseUrl, dropDatabase } from './databases';
 import { assertMatchesContract } from './contract-validator';
 import { loadConfig, type Config } from '../../src/config';
-import { createLogger } from '../../src/logger';
+import { createLogger, type Logger } from '../../src/logger';
 import { createDatabase } from '../../src/platform/database';
 import { createRedis } from '../../src/platform/redis';
 import { buildAppContext } from '../../src/app-context-factory';
@@ -40,6 +40,8 @@ export interface TestAppOptions {
   workers?: boolean;
   /** Extra job kinds for the test (e.g. one that sleeps or fails). */
   jobKinds?: JobKind<AppContext>[];
+  /** A logger of the test's own (e.g. one that keeps every line, to search them). */
+  logger?: Logger;
 }
 
 export async function startTestApp(overrides: Partial<Record<string, string>> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -52,7 +54,7 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...overrides,
   });
-  const logger = createLogger(config.logLevel);
+  const logger = options.logger ?? createLogger(config.logLevel);
   const db = createDatabase(config.databaseUrl!, 5, logger);
   const redis = createRedis(config.redisUrl, logger);
   const clock = {

@@ -1,0 +1,14 @@
+// Every email goes through this kind, so each one is a visible, retried, recorded run.
+import type { AppContext } from '../app-context';
+import type { JobKind } from '../jobs/kinds';
+import { MAIL_SEND_KIND, type MailJobPayload } from './service';
+
+export const mailSend: JobKind<AppContext, MailJobPayload> = {
+  name: MAIL_SEND_KIND,
+  description: 'Sends one email (SMTP, or the log transport when none is configured) and records it with its secrets masked.',
+  defaults: { enabled: true, max_attempts: 5, priority: 0, queue: 'mail', schedule: null, timeout: '1m0s' },
+  needsPayload: true,
+  async handle(payload, ctx) {
+    await ctx.app.services.mail.deliver(payload, ctx.run.id);
+  },
+};

@@ -1,0 +1,69 @@
+// Mail as the other domains use it. Every email is a `service.mail.send` job run queued on the
+// services' database handle (in the caller's transaction, so it goes out only if the change
+// commits). The run's payload carries the template, its plain parameters and, under `secret`, the
+// one-time code; the job system drops `secret` from the payload when the run is final. The stored
+// copy in mail_messages has every secret masked. Subjects never hold a secret.
+import type { Services } from '../services';
+import type { Actor, RequestMeta } from '../audit/service';
+import type { JobRun } from '../jobs/store';
+import { isTemplateName, render, type TemplatedMail } from './templates';
+import * as store from './store';
+
+export const MAIL_SEND_KIND = 'service.mail.send';
+/** Mail records are kept this long (DESIGN 4 retention), then pruned. */
+export const MAIL_RETENTION_DAYS = 30;
+
+/** The payload of a `service.mail.send` run. */
+export type MailJobPayload = TemplatedMail & { to: string };
+
+export class MailService {
+  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'outbox' | 'audit' | 'transaction' | 'platform'>) {}
+
+  /** Queues one email; it is sent after the surrounding transaction commits. */
+  queue(to: string, mail: TemplatedMail, by: { actor: Actor; meta?: RequestMeta }): Promise<JobRun> {
+    const payload: MailJobPayload = { to, ...mail };
+    return this.s.outbox.enqueue(MAIL_SEND_KIND, payload, by);
+  }
+
+  /** The job's work: renders with secrets, sends, and records the message with its secrets masked. */
+  async deliver(payload: MailJobPayload, jobRunId: number): Promise<void> {
+    if (!isTemplateName(payload.template)) throw new Error(`unknown mail template ${String(payload.template)}`);
+    const mailer = this.s.platform.mailer;
+    const { messageId } = await mailer.send({ to: payload.to, ...render(payload, true) }, jobRunId);
+    const stored = render(payload, false);
+    await store.insertMailRecord(this.s.db, { jobRunId, to: payload.to, template: payload.template, ...stored, transport: mailer.transport, messageId });
+  }
+
+  /** POST /ops/mail/test: queues the test email and writes `ops.mail.test_sent` in one transaction. */
+  sendTest(to: string, by: { actor: Actor; meta: RequestMeta }): Promise<JobRun> {
+    return this.s.transaction(async (tx) => {
+      const run = await tx.mail.queue(to, { template: 'test', params: { requestedBy: by.actor.id, at: tx.now().toISOString() } }, by);
+      await tx.audit.record({
+        action: 'ops.mail.test_sent',
+        actor: by.actor,
+        target: { kind: 'job_run', id: String(run.id) },
+        data: { to, job_run_id: run.id },
+        meta: by.meta,
+      });
+      return run;
+    });
+  }
+
+  describe() {
+    return this.s.platform.mailer.describe();
+  }
+
+  /**
+   * Erasure of a deleted account's address: its mail records keep no address or body, and its
+   * mail runs no address (waiting ones are cancelled: nobody is there to receive them).
+   */
+  async forgetAddress(email: string): Promise<void> {
+    await store.eraseAddress(this.s.db, email);
+    await this.s.outbox.forgetAddress(email);
+  }
+
+  /** Retention: deletes mail records older than 30 days. */
+  pruneSent(before: Date): Promise<number> {
+    return store.deleteSentBefore(this.s.db, before, 1_000);
+  }
+}

@@ -1,0 +1,127 @@
+// Every named rate limit of the service (DESIGN 6), in one place: its budget and its key.
+// Fixed windows in Redis, shared by every instance: `hit` counts one attempt against one or more
+// limits in one MULTI (INCR + PEXPIRE NX + PTTL each) and answers 429 `rate_limited` with
+// Retry-After when any is spent. There is no check-then-increment: an attempt is counted before
+// the work it guards, and `refund` gives it back when it turned out not to count (a right
+// password), so concurrent attempts can never all pass a check that only one should.
+// The per-IP ceiling (ip-ceiling.ts) is separate: it counts in memory and syncs every 100 ms.
+//
+// Rate limits keep to their own Redis keys (`<prefix>rl:<limit>:<subject>`): no other module reads
+// them. Not callable inside a database transaction (see src/services.ts).
+import type { Config } from '../config';
+import type { RedisClient } from '../platform/redis';
+import { rateLimited } from '../errors';
+import { ipBucket } from './ip-ceiling';
+
+export interface Budget {
+  max: number;
+  windowSeconds: number;
+}
+
+const MINUTE = 60;
+
+/** The limits, by name: each with its budget (from config) and what it counts per. */
+const LIMITS = {
+  /** Sign-in attempts per client IP (IPv6 by /64). */
+  'login.ip': (c: Config) => ({ max: c.rateLimits.loginPerMinute, windowSeconds: MINUTE }),
+  /** Sign-in attempts per address; wrong current passwords count here too. */
+  'login.email': (c: Config) => ({ max: c.rateLimits.loginPerMinute, windowSeconds: MINUTE }),
+  'register.ip': (c: Config) => ({ max: c.rateLimits.registerPerMinute, windowSeconds: MINUTE }),
+  /** Forgot-password requests per address, known or not. */
+  'password_forgot.email': (c: Config) => ({ max: c.rateLimits.emailPer15Minutes, windowSeconds: 15 * MINUTE }),
+  'verification_resend.email': (c: Config) => ({ max: c.rateLimits.emailPer15Minutes, windowSeconds: 15 * MINUTE }),
+  /** Wrong fresh proofs per user. */
+  'step_up.user': (c: Config) => ({ max: c.rateLimits.stepUpPer15Minutes, windowSeconds: 15 * MINUTE }),
+  /** Wrong one-time codes per account (by address, so unknown addresses count alike), per day. */
+  'code_failures.account': (c: Config) => ({ max: c.rateLimits.codeFailuresPerDay, windowSeconds: 24 * 60 * MINUTE }),
+} satisfies Record<string, (c: Config) => Budget>;
+
+export type LimitName = keyof typeof LIMITS;
+
+/** One attempt against one limit: the limit's name and who it counts for (an address, an IP, a user id). */
+export interface Attempt {
+  limit: LimitName;
+  subject: string;
+}
+
+export interface LimitState {
+  /** Attempts counted in the current window, this one included. */
+  count: number;
+  spent: boolean;
+  retryAfterSeconds: number;
+}
+
+export class Limits {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly config: Config,
+    private readonly inTransaction = false,
+  ) {}
+
+  budget(limit: LimitName): Budget {
+    return LIMITS[limit](this.config);
+  }
+
+  /** Counts one attempt against each limit (one round trip); 429 when any of them is spent. */
+  async hit(...attempts: Attempt[]): Promise<LimitState[]> {
+    const states = await this.count(attempts);
+    const over = states.filter((s) => s.spent);
+    if (over.length) throw rateLimited(Math.max(...over.map((s) => s.retryAfterSeconds)));
+    return states;
+  }
+
+  /** Counts one attempt against each limit, without throwing. */
+  async count(attempts: Attempt[]): Promise<LimitState[]> {
+    this.assertOutsideTransaction();
+    const multi = this.redis.multi();
+    for (const a of attempts) {
+      const key = this.key(a);
+      multi.incr(key).pexpire(key, this.budget(a.limit).windowSeconds * 1000, 'NX').pttl(key);
+    }
+    const result = await multi.exec();
+    return attempts.map((a, i) => this.state(a.limit, result?.[i * 3]?.[1], result?.[i * 3 + 2]?.[1]));
+  }
+
+  /** Whether the limit is spent, without counting. */
+  async peek(attempt: Attempt): Promise<LimitState> {
+    this.assertOutsideTransaction();
+    const key = this.key(attempt);
+    const result = await this.redis.multi().get(key).pttl(key).exec();
+    const count = Number(result?.[0]?.[1] ?? 0);
+    // peek counts nothing: spent once the window already holds `max` attempts.
+    return this.state(attempt.limit, count + 1, result?.[1]?.[1]);
+  }
+
+  /** Gives one counted attempt back (it turned out not to count, e.g. the right password). */
+  async refund(attempt: Attempt): Promise<void> {
+    this.assertOutsideTransaction();
+    const key = this.key(attempt);
+    await this.redis.multi().decr(key).exec();
+  }
+
+  /** Forgets every attempt of the window (e.g. after a successful step-up). */
+  async reset(attempt: Attempt): Promise<void> {
+    this.assertOutsideTransaction();
+    await this.redis.del(this.key(attempt));
+  }
+
+  private state(limit: LimitName, rawCount: unknown, rawTtl: unknown): LimitState {
+    const budget = this.budget(limit);
+    const count = Number(rawCount ?? 0);
+    const ttlMs = Number(rawTtl ?? -1);
+    return {
+      count,
+      spent: count > budget.max,
+      retryAfterSeconds: Math.max(1, Math.ceil((ttlMs > 0 ? ttlMs : budget.windowSeconds * 1000) / 1000)),
+    };
+  }
+
+  private key({ limit, subject }: Attempt): string {
+    const bucket = limit.endsWith('.ip') ? ipBucket(subject) : subject;
+    return `${this.config.redisPrefix}rl:${limit}:${bucket}`;
+  }
+
+  private assertOutsideTransaction(): void {
+    if (this.inTransaction) throw new Error('rate limits are not checked inside a database transaction (a Redis round trip would hold it open)');
+  }
+}

@@ -1,0 +1,140 @@
+// The domain services, built over one database handle: the pool (`app.services`) or one
+// transaction (`services.transaction(tx => …)`). A service method called on a transaction's
+// services runs inside that transaction, so an operation that spans domains ("delete the account
+// unless last owner", "accept an invitation: membership + audit + mail") commits or fails as one.
+//
+// `transaction` joins the caller's transaction when there is one (Unleash's `withTransactional`):
+// a service can always wrap its own work in `this.s.transaction(...)` and still compose. Job runs
+// enqueued inside a transaction are handed to BullMQ once, after the outermost commit.
+//
+// Rate limits (Redis) and password hashing (bcrypt) refuse to run on a transaction's services: a
+// Redis round trip or 250 ms of bcrypt inside an open transaction holds a connection and its locks.
+import type { Knex } from 'knex';
+import type { AppContext } from './app-context';
+import type { JobRun } from './jobs/store';
+import { AuditService } from './audit/service';
+import { SessionService } from './sessions/service';
+import { Limits } from './ratelimit/limits';
+import { JobOutbox } from './jobs/outbox';
+import { MailService } from './mail/service';
+import { PasswordHasher } from './accounts/passwords';
+import { OneTimeCodes } from './accounts/one-time-codes';
+import { AccountService } from './accounts/service';
+import { EmailVerificationService } from './accounts/email-verification';
+import { PasswordResetService } from './accounts/password-reset';
+import { JobRunsService } from './jobs/runs';
+import { QueuesService } from './jobs/queues';
+import { JobDefinitionsService } from './jobs/definitions';
+
+/** A database handle: the pool, or one open transaction. */
+export type Executor = Knex | Knex.Transaction;
+
+/** The long-lived parts every scope shares (built once by the composition root). */
+export type Platform = Omit<AppContext, 'services'>;
+
+export class Services {
+  private readonly made = new Map<string, unknown>();
+
+  constructor(
+    readonly platform: Platform,
+    readonly db: Executor,
+    /** Runs enqueued in this transaction, handed over after commit; null outside a transaction. */
+    private readonly pendingRuns: JobRun[] | null = null,
+  ) {}
+
+  get inTransaction(): boolean {
+    return this.pendingRuns !== null;
+  }
+
+  get config() {
+    return this.platform.config;
+  }
+
+  get logger() {
+    return this.platform.logger;
+  }
+
+  now(): Date {
+    return this.platform.now();
+  }
+
+  /**
+   * Runs `fn` in one transaction with services bound to it (or in the caller's, when this scope
+   * is one). After the commit, the job runs enqueued inside are handed over to BullMQ.
+   */
+  async transaction<T>(fn: (tx: Services) => Promise<T>): Promise<T> {
+    if (this.pendingRuns) return fn(this);
+    const pending: JobRun[] = [];
+    const result = await this.platform.db.transaction((trx) => fn(new Services(this.platform, trx, pending)));
+    if (pending.length) await this.platform.jobs.handOver(pending);
+    return result;
+  }
+
+  /** Called by the outbox for every run it writes in this scope. */
+  enqueued(run: JobRun): boolean {
+    if (!this.pendingRuns) return false;
+    this.pendingRuns.push(run);
+    return true;
+  }
+
+  private once<T>(name: string, make: () => T): T {
+    let service = this.made.get(name) as T | undefined;
+    if (service === undefined) {
+      service = make();
+      this.made.set(name, service);
+    }
+    return service;
+  }
+
+  get audit(): AuditService {
+    return this.once('audit', () => new AuditService(this));
+  }
+
+  get sessions(): SessionService {
+    return this.once('sessions', () => new SessionService(this));
+  }
+
+  get limits(): Limits {
+    return this.once('limits', () => new Limits(this.platform.redis, this.config, this.inTransaction));
+  }
+
+  get passwords(): PasswordHasher {
+    return this.once('passwords', () => new PasswordHasher(this.config.auth.bcryptCost, this.inTransaction));
+  }
+
+  get outbox(): JobOutbox {
+    return this.once('outbox', () => new JobOutbox(this));
+  }
+
+  get mail(): MailService {
+    return this.once('mail', () => new MailService(this));
+  }
+
+  get codes(): OneTimeCodes {
+    return this.once('codes', () => new OneTimeCodes(this));
+  }
+
+  get accounts(): AccountService {
+    return this.once('accounts', () => new AccountService(this));
+  }
+
+  get emailVerification(): EmailVerificationService {
+    return this.once('emailVerification', () => new EmailVerificationService(this));
+  }
+
+  get passwordReset(): PasswordResetService {
+    return this.once('passwordReset', () => new PasswordResetService(this));
+  }
+
+  get jobRuns(): JobRunsService {
+    return this.once('jobRuns', () => new JobRunsService(this));
+  }
+
+  get queues(): QueuesService {
+    return this.once('queues', () => new QueuesService(this));
+  }
+
+  get jobDefinitions(): JobDefinitionsService {
+    return this.once('jobDefinitions', () => new JobDefinitionsService(this));
+  }
+}

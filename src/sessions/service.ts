@@ -1,0 +1,85 @@
+// Sessions: created at sign-in, resolved on every request, listed and revoked by their owner,
+// revoked in bulk by password changes and account deletion. Audit events in the same transaction.
+import type { Services } from '../services';
+import type { RequestMeta } from '../audit/service';
+import { commonErrors } from '../errors';
+import * as store from './store';
+import type { Caller, NewSession, SessionRow } from './store';
+
+export type { Caller, NewSession, SessionRow, SessionUser } from './store';
+export type Transport = 'cookie' | 'bearer';
+
+/** Expired or revoked sessions are kept this long (what the owner saw stays explainable), then pruned. */
+const KEEP_DEAD_SESSIONS_MS = 7 * 24 * 3600 * 1000;
+
+export class SessionService {
+  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit' | 'transaction'>) {}
+
+  private get policy() {
+    return this.s.config.session;
+  }
+
+  /** A new session for the user (the caller writes the sign-in's audit event in the same transaction). */
+  start(input: { userId: string; transport: Transport; ip?: string | null; userAgent?: string | null }): Promise<NewSession> {
+    return store.createSession(this.s.db, input, this.policy, this.s.now());
+  }
+
+  /** The live session of a token and its user, in one round trip; null when there is none. */
+  findLive(token: string): Promise<Caller | null> {
+    return store.findLiveSession(this.s.db, token, this.policy, this.s.now());
+  }
+
+  /** GET /v1/auth/sessions: the caller's live sessions, newest first; `beforeId` pages. */
+  async listOwn(caller: Caller, limit: number, beforeId?: string): Promise<(SessionRow & { current: boolean })[]> {
+    const rows = await store.listLiveSessions(this.s.db, caller.userId, this.policy, this.s.now(), limit, beforeId);
+    return rows.map((r) => ({ ...r, current: r.id === caller.sessionId }));
+  }
+
+  /**
+   * DELETE /v1/auth/sessions/{id}: revokes one of the caller's live sessions (`auth.session.revoked`).
+   * 404 for another user's session, an unknown id, or one already revoked or expired. `current`
+   * tells whether it was the caller's own (the edge then clears the cookie, as logout does).
+   */
+  async revokeOwn(caller: Caller, sessionId: string, meta: RequestMeta): Promise<{ current: boolean }> {
+    const current = sessionId === caller.sessionId;
+    await this.s.transaction(async (tx) => {
+      const revoked = await store.revokeSession(tx.db, caller.userId, sessionId, this.policy, tx.now());
+      if (!revoked) throw commonErrors.notFound('No such session.');
+      await tx.audit.record({ action: 'auth.session.revoked', actor: { kind: 'user', id: caller.userId }, target: { kind: 'session', id: sessionId }, data: { current }, meta });
+    });
+    return { current };
+  }
+
+  /** POST /v1/auth/logout: revokes the caller's own session (`auth.logout`). */
+  async logout(caller: Caller, meta: RequestMeta): Promise<void> {
+    await this.s.transaction(async (tx) => {
+      await store.revokeSession(tx.db, caller.userId, caller.sessionId, this.policy, tx.now());
+      await tx.audit.record({ action: 'auth.logout', actor: { kind: 'user', id: caller.userId }, target: { kind: 'session', id: caller.sessionId }, meta });
+    });
+  }
+
+  /** POST /v1/auth/logout-all: revokes every other session of the caller; how many (`auth.logout_all`). */
+  async logoutOthers(caller: Caller, meta: RequestMeta): Promise<number> {
+    return this.s.transaction(async (tx) => {
+      const revoked = await store.revokeOtherSessions(tx.db, caller.userId, caller.sessionId, tx.now());
+      await tx.audit.record({
+        action: 'auth.logout_all',
+        actor: { kind: 'user', id: caller.userId },
+        target: { kind: 'user', id: caller.userId },
+        data: { revoked, kept: caller.sessionId },
+        meta,
+      });
+      return revoked;
+    });
+  }
+
+  /** Revokes every live session of the user but `keepId` (none kept when null); how many. */
+  revokeAllOf(userId: string, keepId: string | null): Promise<number> {
+    return store.revokeOtherSessions(this.s.db, userId, keepId, this.s.now());
+  }
+
+  /** Retention: deletes sessions that expired or were revoked more than a week ago. */
+  pruneExpired(now: Date): Promise<number> {
+    return store.deleteDeadSessions(this.s.db, new Date(now.getTime() - KEEP_DEAD_SESSIONS_MS), 1_000);
+  }
+}
