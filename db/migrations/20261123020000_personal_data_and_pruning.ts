@@ -8,7 +8,7 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw('create index mail_messages_to_idx on mail_messages ("to")');
   // Only runs that concern an address have an entry (no cost for other kinds).
-  await knex.raw("create index job_runs_payload_to_idx on job_runs ((payload->>'to')) where payload ? 'to'");
+  await knex.raw("create index job_runs_payload_to_idx on job_runs ((payload->>'to')) where (payload->>'to') is not null");
   await knex.raw('create index sessions_revoked_at_idx on sessions (revoked_at) where revoked_at is not null');
 }
 

@@ -7,7 +7,7 @@ export const ERASED = '[erased]';
 
 export async function eraseAddressInPayloads(db: Knex | Knex.Transaction, email: string, now: Date): Promise<number> {
   return db('job_runs')
-    .whereRaw("payload ? 'to' and payload->>'to' = ?", [email])
+    .whereRaw("payload->>'to' = ?", [email])
     .update({
       payload: db.raw("jsonb_build_object('to', ?::text)", [ERASED]),
       state: db.raw("case when state in ('scheduled', 'available', 'retryable') then 'cancelled' else state end"),
