@@ -10,10 +10,8 @@ import { createDatabase, migrateLatest, type Db } from './platform/database';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
 import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
-import { reapplyQueueStates } from './jobs/queues';
-import { dummyHash } from './accounts/passwords';
 import { createApp } from './app';
-import { grantOperator, grantOperatorsByEmail } from './accounts/store';
+import { grantOperator } from './accounts/store';
 import type { AppContext } from './app-context';
 
 async function openDatabase(config: Config, logger: Logger): Promise<{ db: Db; embedded: EmbeddedDatabase | null }> {
@@ -31,7 +29,7 @@ async function migrateWhenReachable(app: AppContext, stopped: () => boolean, onR
   for (let attempt = 1; !stopped(); attempt++) {
     try {
       await migrateLatest(app.db, app.logger);
-      const granted = await grantOperatorsByEmail(app.db, app.config.operatorEmails);
+      const granted = await app.services.accounts.grantOperatorsByEmail(app.config.operatorEmails);
       if (granted) app.logger.info('operators granted from OPERATOR_EMAILS', { count: granted });
       app.state.databaseReady = true;
       app.logger.info('database ready');
@@ -61,9 +59,9 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
     if (stopping) res.setHeader('Connection', 'close');
   });
   void migrateWhenReachable(app, () => stopping, async () => {
-    void dummyHash(config.auth.bcryptCost); // made now, so the first unknown-email sign-in is not slower than others
+    void app.services.passwords.dummyHash(); // made now, so the first unknown-email sign-in is not slower than others
     await app.jobs.init();
-    await reapplyQueueStates(app).catch((err) => logger.error('could not re-apply queue pauses to redis', { error: String(err) }));
+    await app.services.queues.reapplyStates().catch((err: unknown) => logger.error('could not re-apply queue pauses to redis', { error: String(err) }));
     if (mode === 'worker' || config.runWorkers) await app.jobs.startWorkers();
   });
   if (mode === 'api') await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
