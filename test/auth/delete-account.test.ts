@@ -30,7 +30,7 @@ it('deletes the account with the password: 204, cookie cleared, every session re
   const other = await createSession(t.ctx.db, { userId: u.userId, transport: 'bearer' }, t.ctx.config.session, t.ctx.now());
 
   const res = await t.http.delete('/v1/auth/me').set('Authorization', u.auth).set('User-Agent', 'jest').send({ password: PASSWORD }).expect(204);
-  expect(res.headers['set-cookie']?.[0]).toMatch(/^session=; Max-Age=0; Path=\/; Expires=.*; HttpOnly; SameSite=Lax$/);
+  expect(res.headers['set-cookie']?.[0]).toBe("session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
 
   // This token and the user's other sessions are refused at once.
   expect((await t.http.get('/v1/auth/me').set('Authorization', u.auth).expect(401)).body.code).toBe('unauthenticated');
@@ -89,7 +89,7 @@ it('removes pending one-time codes with the account', async () => {
 it('works for a cookie session from an allowed origin and clears the cookie', async () => {
   const u = await userWithPassword({ transport: 'cookie' });
   const res = await t.http.delete('/v1/auth/me').set('Cookie', `session=${u.token}`).set('Origin', ORIGIN).send({ password: PASSWORD }).expect(204);
-  expect(res.headers['set-cookie']?.[0]).toMatch(/^session=; Max-Age=0;/);
+  expect(res.headers['set-cookie']?.[0]).toMatch(/^session=; .*Max-Age=0$/);
   await t.http.get('/v1/auth/me').set('Cookie', `session=${u.token}`).expect(401);
 });
 
