@@ -6,6 +6,7 @@ import type { RedisClient } from './platform/redis';
 import { loadContract } from './http/contract';
 import { JobSystem } from './jobs/system';
 import { JobRegistry, type JobKind } from './jobs/kinds';
+import type { JobTiming } from './jobs/timing';
 import { jobKinds } from './jobs/catalog';
 import { Mailer } from './mail/mailer';
 import { Services } from './services';
@@ -18,6 +19,8 @@ export function buildAppContext(parts: {
   redis: RedisClient;
   now?: () => Date;
   extraJobKinds?: JobKind<AppContext>[];
+  /** Shorter job backoff and sweeps (tests). */
+  jobTiming?: Partial<JobTiming>;
 }): AppContext {
   const now = parts.now ?? (() => new Date());
   const app = {
@@ -35,10 +38,11 @@ export function buildAppContext(parts: {
     redisUrl: parts.config.redisUrl,
     prefix: `${parts.config.redisPrefix}bull`,
     registry: new JobRegistry([...jobKinds, ...(parts.extraJobKinds ?? [])]),
-    services: () => app,
+    app: () => app,
     logger: parts.logger,
     now,
     concurrency: parts.config.jobConcurrency,
+    timing: parts.jobTiming,
   });
   app.services = new Services(app, parts.db);
   return app;

@@ -1,6 +1,7 @@
 // Job configuration (spec 2.3): code defaults, operator overrides, and the rules both must obey.
 import { CronExpressionParser } from 'cron-parser';
 import { parseDuration } from './duration';
+import type { JobKind } from './kinds';
 
 export interface JobConfig {
   enabled: boolean;
@@ -56,4 +57,11 @@ export function validateConfig(config: JobConfigOverride, opts: { needsPayload: 
     else if (ms < MIN_TIMEOUT_MS || ms > MAX_TIMEOUT_MS) issues.push({ field: 'timeout', message: 'must be from 1s to 24h0m0s' });
   }
   return issues;
+}
+
+/** The configuration a kind runs with: defaults, then the stored override if it still validates. */
+export function effectiveConfig(kind: JobKind<any>, override: JobConfigOverride | null): { config: JobConfig; invalidOverride: boolean } {
+  if (!override) return { config: kind.defaults, invalidOverride: false };
+  const invalid = validateConfig(override, { needsPayload: kind.needsPayload }).length > 0;
+  return invalid ? { config: kind.defaults, invalidOverride: true } : { config: { ...kind.defaults, ...override }, invalidOverride: false };
 }

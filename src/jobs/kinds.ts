@@ -8,38 +8,40 @@ export interface JobRunInfo {
   attempt: number;
 }
 
-export interface JobContext<Services> {
-  services: Services;
+export interface JobContext<App> {
+  /** The application context (its root services: `app.services`). */
+  app: App;
   run: JobRunInfo;
   /** Aborted on cancel and on timeout: long work must check it (or pass it on) and stop. */
   signal: AbortSignal;
   logger: Logger;
 }
 
-export interface JobKind<Services = unknown, Payload = any> {
+export interface JobKind<App = unknown, Payload = any> {
   name: string;
   description: string;
   defaults: JobConfig;
   /** True when runs need a payload from the application (cannot be run empty or scheduled). */
   needsPayload: boolean;
-  handle(payload: Payload, ctx: JobContext<Services>): Promise<void>;
+  handle(payload: Payload, ctx: JobContext<App>): Promise<void>;
 }
 
-export class JobRegistry<Services> {
-  private readonly kinds = new Map<string, JobKind<Services>>();
+export class JobRegistry<App> {
+  private readonly kinds = new Map<string, JobKind<App>>();
 
-  constructor(kinds: JobKind<Services>[]) {
+  constructor(kinds: JobKind<App>[]) {
     for (const kind of kinds) {
       if (this.kinds.has(kind.name)) throw new Error(`job kind ${kind.name} declared twice`);
       this.kinds.set(kind.name, kind);
     }
   }
 
-  get(name: string): JobKind<Services> | undefined {
+  get(name: string): JobKind<App> | undefined {
     return this.kinds.get(name);
   }
 
-  all(): JobKind<Services>[] {
+  /** Every kind, sorted by name. */
+  all(): JobKind<App>[] {
     return [...this.kinds.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 }

@@ -1,0 +1,230 @@
+// The outbox and its relay to BullMQ. Enqueueing writes job_runs rows inside the caller's
+// transaction; after commit they are handed to BullMQ with the run id as the BullMQ job id. A
+// sweeper hands over rows that never were (Redis down, process killed in between); BullMQ ignores
+// an add whose job id it already holds, and a worker only starts a run whose row is still waiting,
+// so every run executes exactly once.
+import type { Knex } from 'knex';
+import type { Logger } from '../logger';
+import type { Actor, RequestMeta } from '../audit/store';
+import type { JobConfig } from './config';
+import { bullJobId, type BullQueues } from './bull';
+import { parseDuration } from './duration';
+import { errorMessage } from './errors';
+import type { JobRegistry } from './kinds';
+import * as store from './store';
+import type { JobTiming } from './timing';
+
+export interface OutboxRelayDeps {
+  db: Knex;
+  bull: BullQueues;
+  registry: JobRegistry<any>;
+  configOf: (kind: string) => JobConfig;
+  logger: Logger;
+  now: () => Date;
+  timing: JobTiming;
+}
+
+export interface NewJob {
+  kind: string;
+  payload: Record<string, unknown>;
+  delayMs?: number;
+}
+
+export class OutboxRelay {
+  private sweeper: NodeJS.Timeout | null = null;
+  private stopping = false;
+
+  constructor(private readonly deps: OutboxRelayDeps) {}
+
+  /** Writes runs in one statement on `db` (the caller's transaction); hand them over after commit. */
+  async write(db: Knex | Knex.Transaction, jobs: NewJob[], by: { actor: Actor; meta?: RequestMeta }): Promise<store.JobRun[]> {
+    const now = this.deps.now();
+    return store.insertRuns(
+      db,
+      jobs.map(({ kind, payload, delayMs }) => {
+        if (!this.deps.registry.get(kind)) throw new Error(`unknown job kind ${kind}`);
+        const config = this.deps.configOf(kind);
+        return {
+          kind,
+          queue: config.queue,
+          priority: config.priority,
+          maxAttempts: config.max_attempts,
+          timeoutMs: parseDuration(config.timeout)!,
+          payload,
+          now,
+          scheduledAt: new Date(now.getTime() + (delayMs ?? 0)),
+          actorKind: by.actor.kind,
+          actorId: by.actor.id,
+          requestId: by.meta?.requestId ?? null,
+        };
+      }),
+    );
+  }
+
+  /**
+   * Hands committed runs to BullMQ, one round trip per queue, and answers the ids it handed over.
+   * Never throws: what fails here, the sweeper hands over later. It writes nothing to the database:
+   * the worker that starts a run marks it handed over, and the sweeper marks the runs it finds
+   * waiting in BullMQ, so a request that enqueues pays one Redis round trip after its commit.
+   */
+  async handOver(runs: store.JobRun[]): Promise<number[]> {
+    const { bull, logger } = this.deps;
+    const byQueue = new Map<ReturnType<BullQueues['of']>, store.JobRun[]>();
+    for (const run of runs) {
+      const queue = bull.of(run);
+      const batch = byQueue.get(queue);
+      if (batch) batch.push(run);
+      else byQueue.set(queue, [run]);
+    }
+    const done: number[] = [];
+    await Promise.all(
+      [...byQueue].map(async ([queue, batch]) => {
+        try {
+          bull.assertReady();
+          await queue.addBulk(batch.map((run) => ({ name: run.kind, data: { runId: run.id }, opts: this.jobOptions(run) })));
+          for (const run of batch) done.push(run.id);
+        } catch (err) {
+          logger.warn('job hand-over to redis failed; the sweeper will retry', { run_ids: batch.map((r) => r.id), error: errorMessage(err) });
+        }
+      }),
+    );
+    return done;
+  }
+
+  private jobOptions(run: store.JobRun) {
+    return {
+      jobId: bullJobId(run.id),
+      priority: run.priority || undefined,
+      delay: Math.max(0, run.scheduledAt.getTime() - this.deps.now().getTime()),
+      attempts: Math.max(1, run.maxAttempts - run.attempt),
+      backoff: { type: 'exponential', delay: this.deps.timing.backoffMs },
+      removeOnComplete: true,
+      removeOnFail: true,
+    };
+  }
+
+  // ----- the sweeper -----------------------------------------------------------------------------
+
+  startSweeper(): void {
+    this.sweeper = setInterval(() => {
+      this.sweep().catch((err) => this.deps.logger.warn('outbox sweep failed', { error: errorMessage(err) }));
+    }, this.deps.timing.sweepIntervalMs);
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    this.stopping = true;
+    if (this.sweeper) clearInterval(this.sweeper);
+  }
+
+  /**
+   * One sweep: marks due runs `available`; then checks the waiting runs older than the hand-over
+   * grace not yet marked handed over (the outbox): those BullMQ holds are marked, the others (Redis
+   * was down, the process died after the commit) are handed over and marked. Then the runs BullMQ
+   * lost (see `store.findOverdue`) are handed over again. A run whose BullMQ job is active is left
+   * alone: the worker running it marks it, and an add now would be ignored (an operator's retry
+   * lost). Re-adding is always safe: a worker starts only a run whose row still waits (or records a
+   * lost attempt). Returns how many runs were handed over.
+   */
+  async sweep(): Promise<number> {
+    const { db, bull, logger, timing } = this.deps;
+    const now = this.deps.now();
+    await store.makeDueAvailable(db, now);
+    const unmarked = await store.findNotHandedOver(db, new Date(now.getTime() - timing.handOverGraceMs), 500);
+    let count = 0;
+    if (unmarked.length) {
+      const { held, added } = await this.handOverUnlessHeld(unmarked, () => true);
+      await store.markHandedOver(db, [...held, ...added], now);
+      if (added.length) logger.info('sweeper handed over runs', { count: added.length });
+      count += added.length;
+    }
+    if (!bull.ready) return count;
+    const overdue = await store.findOverdue(db, { dueBefore: new Date(now.getTime() - timing.overdueMs), now, graceMs: timing.overdueMs, limit: 100 });
+    if (overdue.length) {
+      const paused = new Set<string>();
+      for (const [name, queue] of bull.queues) if (await queue.isPaused()) paused.add(name);
+      // Lost: BullMQ holds no job for it, or only one that has finished.
+      const { added } = await this.handOverUnlessHeld(
+        overdue.filter((run) => !paused.has(run.queue)),
+        (state) => state === null || state === 'completed' || state === 'failed',
+      );
+      if (added.length) logger.warn('sweeper handed over runs BullMQ had lost', { count: added.length });
+      count += added.length;
+    }
+    return count;
+  }
+
+  /**
+   * Hands over the runs whose BullMQ job is in a state `wanted` (null: no job) after removing a
+   * finished one; `held` are the runs BullMQ already holds waiting, `added` those handed over now.
+   * Runs whose job is active, or that Redis could not be asked about, are in neither.
+   */
+  private async handOverUnlessHeld(runs: store.JobRun[], wanted: (state: string | null) => boolean): Promise<{ held: number[]; added: number[] }> {
+    const held: number[] = [];
+    const toAdd: store.JobRun[] = [];
+    await Promise.all(
+      runs.map(async (run) => {
+        try {
+          const state = await this.deps.bull.jobState(run);
+          if (state === 'active' || !wanted(state)) return;
+          if (state === 'completed' || state === 'failed') await this.deps.bull.removeJob(run);
+          else if (state !== null) return void held.push(run.id);
+        } catch {
+          // Redis unreachable: handOver below fails for it too and logs it.
+        }
+        toAdd.push(run);
+      }),
+    );
+    return { held, added: toAdd.length ? await this.handOver(toAdd) : [] };
+  }
+
+  // ----- operator actions ----------------------------------------------------------------------
+
+  /** Removes a waiting job from BullMQ (its row is already `cancelled`). */
+  async removeFromQueue(run: store.JobRun): Promise<void> {
+    const queue = this.deps.bull.queues.get(run.queue);
+    await queue?.remove(bullJobId(run.id)).catch(() => 0);
+  }
+
+  /**
+   * After an operator's retry (the row is `available` again): makes a delayed BullMQ job run now,
+   * or hands a run BullMQ no longer holds over again. A job still active is the attempt that just
+   * ended finishing in BullMQ: the run is handed over once it has left (in the background; the
+   * sweeper covers a process that stops meanwhile, as the row is not marked handed over).
+   */
+  async requeueNow(run: store.JobRun): Promise<void> {
+    const { bull } = this.deps;
+    const state = await bull.jobState(run).catch(() => undefined);
+    if (state === undefined || state === null) {
+      await this.handOver([run]); // on failure (Redis down) the outbox keeps it
+      return;
+    }
+    if (state === 'delayed') {
+      const job = await bull.of(run).getJob(bullJobId(run.id));
+      await job?.promote().catch(() => undefined); // it may have become due meanwhile
+    } else if (state === 'completed' || state === 'failed') {
+      await (await bull.of(run).getJob(bullJobId(run.id)))?.remove();
+      await this.handOver([run]);
+    } else if (state === 'active' && !run.handedOverAt) {
+      void this.handOverWhenGone(run);
+    }
+    // waiting / prioritized: a worker takes it soon.
+  }
+
+  private async handOverWhenGone(run: store.JobRun): Promise<void> {
+    const { bull, timing } = this.deps;
+    const deadline = Date.now() + timing.requeueWaitMs;
+    try {
+      while (Date.now() < deadline && !this.stopping) {
+        await new Promise((r) => setTimeout(r, timing.requeuePollMs).unref());
+        const state = await bull.jobState(run);
+        if (state === 'active') continue;
+        if (state === 'completed' || state === 'failed') await (await bull.of(run).getJob(bullJobId(run.id)))?.remove();
+        if (state !== 'waiting' && state !== 'delayed' && state !== 'prioritized') await this.handOver([run]);
+        return;
+      }
+    } catch (err) {
+      this.deps.logger.warn('could not hand a retried run over; the sweeper will', { run_id: run.id, error: errorMessage(err) });
+    }
+  }
+}
