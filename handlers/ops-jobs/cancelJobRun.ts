@@ -1,10 +1,9 @@
 import type { Handler } from '../types';
-import { cancelRun } from '../../src/jobs/runs';
 import { actingOperator } from '../actor';
 import { toApiRun } from './mappers';
 
 /** 200 when a waiting run is cancelled at once; 202 when a running run has been signalled. */
 export const cancelJobRun: Handler<'cancelJobRun'> = async (ctx) => {
-  const { run, accepted } = await cancelRun(ctx.app, ctx.params.id, actingOperator(ctx));
+  const { run, accepted } = await ctx.services.jobRuns.cancel(ctx.params.id, actingOperator(ctx));
   return accepted ? { status: 202, body: toApiRun(run) } : { status: 200, body: toApiRun(run) };
 };

@@ -1,8 +1,7 @@
 import type { Handler } from '../types';
-import { jobsOverview } from '../../src/jobs/queues';
 
-export const getJobsOverview: Handler<'getJobsOverview'> = async ({ app }) => {
-  const o = await jobsOverview(app);
+export const getJobsOverview: Handler<'getJobsOverview'> = async ({ services }) => {
+  const o = await services.queues.overview();
   return {
     status: 200,
     body: {

@@ -1,8 +1,7 @@
 import type { Handler } from '../types';
-import { listDefinitions } from '../../src/jobs/definitions';
 import { toApiDefinition } from './mappers';
 
-export const listJobDefinitions: Handler<'listJobDefinitions'> = async ({ app }) => ({
+export const listJobDefinitions: Handler<'listJobDefinitions'> = async ({ services }) => ({
   status: 200,
-  body: { items: (await listDefinitions(app)).map(toApiDefinition), next_cursor: null },
+  body: { items: (await services.jobDefinitions.list()).map(toApiDefinition), next_cursor: null },
 });

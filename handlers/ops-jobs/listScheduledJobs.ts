@@ -1,8 +1,7 @@
 import type { Handler } from '../types';
-import { listScheduled } from '../../src/jobs/definitions';
 import { toApiScheduled } from './mappers';
 
-export const listScheduledJobs: Handler<'listScheduledJobs'> = async ({ app }) => ({
+export const listScheduledJobs: Handler<'listScheduledJobs'> = async ({ services }) => ({
   status: 200,
-  body: { items: (await listScheduled(app)).map(toApiScheduled), next_cursor: null },
+  body: { items: (await services.jobDefinitions.listScheduled()).map(toApiScheduled), next_cursor: null },
 });

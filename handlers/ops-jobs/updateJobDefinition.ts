@@ -1,10 +1,9 @@
 import type { Handler } from '../types';
-import { updateDefinition } from '../../src/jobs/definitions';
 import { actingOperator } from '../actor';
 import { toApiDefinition } from './mappers';
 
 export const updateJobDefinition: Handler<'updateJobDefinition'> = async (ctx) => {
   const { config, version, reason } = ctx.body;
-  const def = await updateDefinition(ctx.app, ctx.params.name, { config, version, reason }, actingOperator(ctx));
+  const def = await ctx.services.jobDefinitions.update(ctx.params.name, { config, version, reason }, actingOperator(ctx));
   return { status: 200, body: toApiDefinition(def) };
 };

@@ -1,8 +1,7 @@
 import type { Handler } from '../types';
-import { setQueuePaused } from '../../src/jobs/queues';
 import { actingOperator } from '../actor';
 
 export const pauseQueue: Handler<'pauseQueue'> = async (ctx) => ({
   status: 200,
-  body: await setQueuePaused(ctx.app, ctx.params.name, true, actingOperator(ctx)),
+  body: await ctx.services.queues.pause(ctx.params.name, actingOperator(ctx)),
 });

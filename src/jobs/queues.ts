@@ -1,10 +1,11 @@
 // Queues as operators see them, pause/resume (global: the flag lives in Redis for every
 // instance's workers, and in Postgres so it survives restarts), and the jobs overview.
-import type { AppContext } from '../app-context';
-import { recordAudit, type Actor, type RequestMeta } from '../audit/store';
-import { problems } from '../http/problem';
+import type { Services } from '../services';
+import type { Actor, RequestMeta } from '../audit/service';
+import { commonErrors } from '../errors';
 import { QUEUES, type QueueName } from './config';
-import { JOB_STATES, countByKindAndState, failuresSince, oldestWaitingSince, type JobState } from './store';
+import { lockQueueState, pausedQueueNames, writeQueueState } from './queues-store';
+import { JOB_STATES, countByKindAndState, countLiveByQueue, failuresSince, oldestWaitingSince, type JobState } from './store';
 
 export interface QueueView {
   name: string;
@@ -13,87 +14,83 @@ export interface QueueView {
   concurrency: number;
 }
 
+type By = { actor: Actor; meta: RequestMeta };
+
+const DAY_MS = 24 * 3600 * 1000;
+
 function knownQueue(name: string): QueueName {
-  if (!(QUEUES as readonly string[]).includes(name)) throw problems.notFound(`No queue ${name}.`);
+  if (!(QUEUES as readonly string[]).includes(name)) throw commonErrors.notFound(`No queue ${name}.`);
   return name as QueueName;
 }
 
-async function pausedQueues(app: AppContext): Promise<Set<string>> {
-  const rows = await app.db('queue_states').where({ paused: true }).select('name');
-  return new Set(rows.map((r: { name: string }) => r.name));
-}
+export class QueuesService {
+  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'transaction' | 'platform'>) {}
 
-async function waitingCounts(app: AppContext): Promise<Map<string, QueueView['counts']>> {
-  const rows: { queue: string; state: JobState; count: number }[] = await app
-    .db('job_runs')
-    .select('queue', 'state')
-    .count('* as count')
-    .whereIn('state', ['available', 'running', 'scheduled', 'retryable'])
-    .groupBy('queue', 'state');
-  const counts = new Map<string, QueueView['counts']>(QUEUES.map((q) => [q, { available: 0, running: 0, scheduled: 0, retryable: 0 }]));
-  for (const r of rows) {
-    const c = counts.get(r.queue);
-    if (c) c[r.state as keyof QueueView['counts']] = Number(r.count);
+  /** Every queue, sorted by name, with its waiting and running counts. */
+  async list(): Promise<QueueView[]> {
+    const [paused, live] = await Promise.all([pausedQueueNames(this.s.db), countLiveByQueue(this.s.db)]);
+    const counts = new Map<string, QueueView['counts']>(QUEUES.map((q) => [q, { available: 0, running: 0, scheduled: 0, retryable: 0 }]));
+    for (const { queue, state, count } of live) {
+      const c = counts.get(queue);
+      if (c) c[state as keyof QueueView['counts']] = count;
+    }
+    return QUEUES.map((name) => ({ name, paused: paused.has(name), counts: counts.get(name)!, concurrency: this.s.platform.jobs.concurrencyOf(name) }));
   }
-  return counts;
-}
 
-export async function listQueues(app: AppContext): Promise<QueueView[]> {
-  const [paused, counts] = await Promise.all([pausedQueues(app), waitingCounts(app)]);
-  return QUEUES.map((name) => ({ name, paused: paused.has(name), counts: counts.get(name)!, concurrency: app.jobs.concurrencyOf(name) }));
-}
-
-async function getQueue(app: AppContext, name: QueueName): Promise<QueueView> {
-  return (await listQueues(app)).find((q) => q.name === name)!;
-}
-
-/**
- * Records the flag and its audit event in one transaction and applies it in Redis before the
- * commit: if Redis is down nothing changes (503). Setting the current state again is a no-op.
- */
-export async function setQueuePaused(app: AppContext, name: string, paused: boolean, by: { actor: Actor; meta: RequestMeta }): Promise<QueueView> {
-  const queue = knownQueue(name);
-  await app.db.transaction(async (trx) => {
-    const current = await trx('queue_states').where({ name: queue }).forUpdate().first();
-    if ((current?.paused ?? false) === paused) return;
-    await trx('queue_states')
-      .insert({ name: queue, paused, updated_at: app.now(), updated_by: by.actor.id })
-      .onConflict('name')
-      .merge();
-    await recordAudit(trx, { action: paused ? 'ops.queue.paused' : 'ops.queue.resumed', actor: by.actor, target: { kind: 'queue', id: queue }, meta: by.meta });
-    await app.jobs.setPaused(queue, paused);
-  });
-  return getQueue(app, queue);
-}
-
-/** At start-up: Redis gets the flags Postgres recorded (Redis may have been emptied or replaced). */
-export async function reapplyQueueStates(app: AppContext): Promise<void> {
-  const paused = await pausedQueues(app);
-  for (const name of QUEUES) await app.jobs.setPaused(name, paused.has(name));
-}
-
-export async function jobsOverview(app: AppContext) {
-  const now = app.now();
-  const [byKindAndState, queues, oldest, failures] = await Promise.all([
-    countByKindAndState(app.db),
-    listQueues(app),
-    oldestWaitingSince(app.db),
-    failuresSince(app.db, new Date(now.getTime() - 24 * 3600 * 1000)),
-  ]);
-  const zero = () => Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
-  const byState = zero();
-  const byKind = new Map<string, Record<JobState, number>>();
-  for (const { kind, state, count } of byKindAndState) {
-    byState[state] += Number(count);
-    if (!byKind.has(kind)) byKind.set(kind, zero());
-    byKind.get(kind)![state] += Number(count);
+  pause(name: string, by: By): Promise<QueueView> {
+    return this.setPaused(name, true, by);
   }
-  return {
-    byState,
-    byKind: [...byKind].sort(([a], [b]) => a.localeCompare(b)).map(([kind, counts]) => ({ kind, counts })),
-    queues,
-    oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.floor((now.getTime() - oldest.getTime()) / 1000)) : null,
-    failuresLast24h: failures,
-    generatedAt: now,
-  };
+
+  resume(name: string, by: By): Promise<QueueView> {
+    return this.setPaused(name, false, by);
+  }
+
+  /**
+   * Records the flag and its audit event in one transaction and applies it in Redis before the
+   * commit: if Redis is down nothing changes (503). Setting the current state again is a no-op.
+   */
+  private async setPaused(name: string, paused: boolean, by: By): Promise<QueueView> {
+    const queue = knownQueue(name);
+    await this.s.transaction(async (tx) => {
+      if ((await lockQueueState(tx.db, queue)) === paused) return;
+      await writeQueueState(tx.db, queue, { paused, at: tx.now(), by: by.actor.id });
+      await tx.audit.record({ action: paused ? 'ops.queue.paused' : 'ops.queue.resumed', actor: by.actor, target: { kind: 'queue', id: queue }, meta: by.meta });
+      await this.s.platform.jobs.setPaused(queue, paused);
+    });
+    return (await this.list()).find((q) => q.name === queue)!;
+  }
+
+  /** At start-up: Redis gets the flags Postgres recorded (Redis may have been emptied or replaced). */
+  async reapplyStates(): Promise<void> {
+    const paused = await pausedQueueNames(this.s.db);
+    for (const name of QUEUES) await this.s.platform.jobs.setPaused(name, paused.has(name));
+  }
+
+  /** Counts by state and by kind (every kind defined in code, zero counts included), queues, age of the oldest wait, recent failures. */
+  async overview() {
+    const now = this.s.now();
+    const [byKindAndState, queues, oldest, failures] = await Promise.all([
+      countByKindAndState(this.s.db),
+      this.list(),
+      oldestWaitingSince(this.s.db),
+      failuresSince(this.s.db, new Date(now.getTime() - DAY_MS)),
+    ]);
+    const zero = () => Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
+    const byState = zero();
+    const byKind = new Map(this.s.platform.jobs.kinds().map((kind) => [kind.name, zero()]));
+    for (const { kind, state, count } of byKindAndState) {
+      byState[state] += count;
+      // Runs of a kind no longer defined in code count in `byState` only.
+      const counts = byKind.get(kind);
+      if (counts) counts[state] += count;
+    }
+    return {
+      byState,
+      byKind: [...byKind].map(([kind, counts]) => ({ kind, counts })),
+      queues,
+      oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.floor((now.getTime() - oldest.getTime()) / 1000)) : null,
+      failuresLast24h: failures,
+      generatedAt: now,
+    };
+  }
 }

@@ -1,85 +1,110 @@
-// Operator actions on job runs: list, get, cancel, retry.
-import type { AppContext } from '../app-context';
-import { recordAudit, type Actor, type RequestMeta } from '../audit/store';
-import { AppError, problems } from '../http/problem';
+// Operator actions on job runs: list, get, cancel, retry; and the retention of finalized runs.
+import type { Services } from '../services';
+import type { Actor, RequestMeta } from '../audit/service';
+import { commonErrors } from '../errors';
 import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
+import { jobFinalized, jobRunning } from './errors';
 import * as store from './store';
 
-export async function listRuns(app: AppContext, filter: Omit<store.RunFilter, 'beforeId'>, opts: { limit?: number; cursor?: string }) {
-  const limit = opts.limit ?? DEFAULT_LIMIT;
-  const key = decodeCursor(opts.cursor, (k): k is { id: number } => Number.isInteger(k?.id));
-  const rows = await store.listRuns(app.db, { ...filter, beforeId: key?.id }, limit + 1);
-  return page(rows, limit, (last) => ({ id: last.id }));
-}
+type By = { actor: Actor; meta: RequestMeta };
 
-export async function getRun(app: AppContext, id: number): Promise<store.JobRun> {
-  const run = await store.getRun(app.db, id);
-  if (!run) throw problems.notFound(`No job run ${id}.`);
-  return run;
-}
+/** Finalized runs are deleted this many at a time (short statements, short locks). */
+const PRUNE_BATCH = 1_000;
 
-/**
- * A waiting run is cancelled at once and leaves its queue; a running one is signalled on whichever
- * instance runs it and ends `cancelled` when its handler stops (`accepted: true`, the run still
- * shows `running`). A finalized run answers 422 `job_finalized`.
- */
-export async function cancelRun(app: AppContext, id: number, by: { actor: Actor; meta: RequestMeta }) {
-  const run = await getRun(app, id);
-  if (store.FINAL_STATES.includes(run.state)) throw jobFinalized(run);
-  if (store.WAITING_STATES.includes(run.state)) {
-    const cancelled = await app.db.transaction(async (trx) => {
-      const row = await store.cancelRun(trx, id, store.WAITING_STATES, app.now());
-      if (row) await recordAudit(trx, { action: 'ops.job_run.cancelled', actor: by.actor, target: { kind: 'job_run', id: String(id) }, data: { kind: row.kind, state_before: run.state }, meta: by.meta });
+export class JobRunsService {
+  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'transaction' | 'platform'>) {}
+
+  /** Newest first, a page at a time. */
+  async list(filter: Omit<store.RunFilter, 'beforeId'>, opts: { limit?: number; cursor?: string }) {
+    const limit = opts.limit ?? DEFAULT_LIMIT;
+    const key = decodeCursor(opts.cursor, (k): k is { id: number } => Number.isInteger(k?.id));
+    const rows = await store.listRuns(this.s.db, { ...filter, beforeId: key?.id }, limit + 1);
+    return page(rows, limit, (last) => ({ id: last.id }));
+  }
+
+  async get(id: number): Promise<store.JobRun> {
+    const run = await store.getRun(this.s.db, id);
+    if (!run) throw commonErrors.notFound(`No job run ${id}.`);
+    return run;
+  }
+
+  /**
+   * A waiting run is cancelled at once and leaves its queue; a running one is signalled on whichever
+   * instance runs it and ends `cancelled` when its handler stops (`accepted: true`, the run still
+   * shows `running`). A finalized run answers 422 `job_finalized`.
+   */
+  async cancel(id: number, by: By): Promise<{ run: store.JobRun; accepted: boolean }> {
+    const jobs = this.s.platform.jobs;
+    const run = await this.get(id);
+    if (store.FINAL_STATES.includes(run.state)) throw jobFinalized(run);
+    if (store.WAITING_STATES.includes(run.state)) {
+      const cancelled = await this.s.transaction(async (tx) => {
+        const row = await store.cancelRun(tx.db, id, store.WAITING_STATES, tx.now());
+        if (row) await tx.audit.record(cancelledEvent(row, run.state, by));
+        return row;
+      });
+      if (cancelled) {
+        await jobs.removeFromQueue(cancelled);
+        return { run: cancelled, accepted: false };
+      }
+      // It started meanwhile: fall through and signal it.
+    }
+    // What the operator's request found: the 202 answer shows the run as it was signalled (`running`),
+    // even when the attempt stops before this answer is sent.
+    const signalled = run.state === 'running' ? run : await this.get(id);
+    if (store.FINAL_STATES.includes(signalled.state)) throw jobFinalized(signalled); // it ran to its end meanwhile
+    // The audit event commits only once the signal went out (Redis down: 503, nothing recorded).
+    await this.s.transaction(async (tx) => {
+      await tx.audit.record(cancelledEvent(run, 'running', by));
+      await jobs.broadcastCancel(id);
+    });
+    const after = await this.get(id);
+    if (store.WAITING_STATES.includes(after.state)) {
+      // The attempt failed as the signal went out (it found no active job): cancel the wait at once.
+      const cancelled = await store.cancelRun(this.s.db, id, store.WAITING_STATES, this.s.now());
+      if (cancelled) {
+        await jobs.removeFromQueue(cancelled);
+        return { run: cancelled, accepted: false };
+      }
+    }
+    return { run: signalled.state === 'running' ? signalled : after, accepted: true };
+  }
+
+  /** Makes a waiting or finalized run available now (attempts kept); 422 `job_running` for a running one. */
+  async retry(id: number, by: By): Promise<store.JobRun> {
+    const run = await this.get(id);
+    if (run.state === 'running') throw jobRunning(id);
+    if (run.state === 'available') return run;
+    const updated = await this.s.transaction(async (tx) => {
+      const row = await store.makeAvailable(tx.db, id, tx.now());
+      if (row) {
+        await tx.audit.record({
+          action: 'ops.job_run.retried',
+          actor: by.actor,
+          target: { kind: 'job_run', id: String(id) },
+          data: { kind: row.kind, state_before: run.state },
+          meta: by.meta,
+        });
+      }
       return row;
     });
-    if (cancelled) {
-      await app.jobs.removeFromQueue(cancelled);
-      return { run: cancelled, accepted: false };
-    }
-    // It started meanwhile: fall through and signal it.
+    if (!updated) return this.get(id); // it moved on meanwhile (e.g. started): report what it is now
+    await this.s.platform.jobs.requeueNow(updated);
+    return updated;
   }
-  // What the operator's request found: the 202 answer shows the run as it was signalled (`running`),
-  // even when the attempt stops before this answer is sent.
-  const signalled = run.state === 'running' ? run : await getRun(app, id);
-  if (store.FINAL_STATES.includes(signalled.state)) throw jobFinalized(signalled); // it ran to its end meanwhile
-  // The audit event commits only once the signal went out (Redis down: 503, nothing recorded).
-  await app.db.transaction(async (trx) => {
-    await recordAudit(trx, { action: 'ops.job_run.cancelled', actor: by.actor, target: { kind: 'job_run', id: String(id) }, data: { kind: run.kind, state_before: 'running' }, meta: by.meta });
-    await app.jobs.broadcastCancel(id);
-  });
-  const after = await getRun(app, id);
-  if (store.WAITING_STATES.includes(after.state)) {
-    // The attempt failed as the signal went out (it found no active job): cancel the wait at once.
-    const cancelled = await store.cancelRun(app.db, id, store.WAITING_STATES, app.now());
-    if (cancelled) {
-      await app.jobs.removeFromQueue(cancelled);
-      return { run: cancelled, accepted: false };
-    }
+
+  /** Deletes the runs finalized before `before`, in batches; answers how many. */
+  pruneFinalized(before: Date): Promise<number> {
+    return store.deleteFinalizedBefore(this.s.db, before, PRUNE_BATCH);
   }
-  return { run: signalled.state === 'running' ? signalled : after, accepted: true };
 }
 
-function jobFinalized(run: store.JobRun): AppError {
-  return new AppError('job_finalized', 422, `Job run ${run.id} is already ${run.state} and cannot be cancelled.`, {
-    errors: [{ location: 'path.id', message: `the run is ${run.state}` }],
-  });
-}
-
-/** Makes a waiting or finalized run available now (attempts kept); 422 `job_running` for a running one. */
-export async function retryRun(app: AppContext, id: number, by: { actor: Actor; meta: RequestMeta }) {
-  const run = await getRun(app, id);
-  if (run.state === 'running') {
-    throw new AppError('job_running', 422, `Job run ${id} is running; cancel it or wait for it to finish before retrying.`, {
-      errors: [{ location: 'path.id', message: 'the run is running' }],
-    });
-  }
-  if (run.state === 'available') return run;
-  const updated = await app.db.transaction(async (trx) => {
-    const row = await store.makeAvailable(trx, id, app.now());
-    if (row) await recordAudit(trx, { action: 'ops.job_run.retried', actor: by.actor, target: { kind: 'job_run', id: String(id) }, data: { kind: row.kind, state_before: run.state }, meta: by.meta });
-    return row;
-  });
-  if (!updated) return getRun(app, id); // it moved on meanwhile (e.g. started): report what it is now
-  await app.jobs.requeueNow(updated);
-  return updated;
+function cancelledEvent(run: store.JobRun, stateBefore: store.JobState, by: By) {
+  return {
+    action: 'ops.job_run.cancelled',
+    actor: by.actor,
+    target: { kind: 'job_run', id: String(run.id) },
+    data: { kind: run.kind, state_before: stateBefore },
+    meta: by.meta,
+  };
 }

@@ -1,30 +1,31 @@
 import type { AppContext } from '../../app-context';
 import type { JobKind } from '../kinds';
-import { deleteFinalizedBefore } from '../store';
 
-const DAY = 24 * 3600 * 1000;
-const BATCH = 1_000;
+const DAY_MS = 24 * 3600 * 1000;
+/** Finalized job runs and sent mail records are kept this long. */
+const RETENTION_MS = 30 * DAY_MS;
 
-/** Deletes what has outlived its retention period, in batches, logging what it removed. */
+/**
+ * Deletes what has outlived its retention period, each domain through its own service (none of
+ * their tables is touched here), and logs how much each removed.
+ */
 export const retentionEnforce: JobKind<AppContext, Record<string, never>> = {
   name: 'service.retention.enforce',
-  description: 'Deletes records past their retention period: finalized job runs (30 days) and sent mail records (30 days).',
+  description:
+    'Deletes records past their retention period: finalized job runs and sent mail records (30 days), expired or revoked sessions, used or expired one-time codes.',
   defaults: { enabled: true, max_attempts: 3, priority: 0, queue: 'maintenance', schedule: '0 3 * * *', timeout: '30m0s' },
   needsPayload: false,
-  async handle(_payload, { services, logger, signal }) {
-    const now = services.now().getTime();
-    const jobRuns = await deleteFinalizedBefore(services.db, new Date(now - 30 * DAY), BATCH);
+  async handle(_payload, { app, logger, signal }) {
+    const services = app.services;
+    const now = services.now();
+    const before = new Date(now.getTime() - RETENTION_MS);
+    const jobRuns = await services.jobRuns.pruneFinalized(before);
     signal.throwIfAborted();
-    let mail = 0;
-    for (;;) {
-      const n = await services
-        .db('mail_messages')
-        .whereIn('id', services.db('mail_messages').select('id').where('sent_at', '<', new Date(now - 30 * DAY)).limit(BATCH))
-        .delete();
-      mail += n;
-      signal.throwIfAborted();
-      if (n < BATCH) break;
-    }
-    logger.info('retention enforced', { job_runs_deleted: jobRuns, mail_messages_deleted: mail });
+    const mail = await services.mail.pruneSent(before);
+    signal.throwIfAborted();
+    const sessions = await services.sessions.pruneExpired(now);
+    signal.throwIfAborted();
+    const codes = await services.codes.pruneDead(now);
+    logger.info('retention enforced', { job_runs_deleted: jobRuns, mail_messages_deleted: mail, sessions_deleted: sessions, one_time_codes_deleted: codes });
   },
 };
