@@ -8,6 +8,7 @@ export type JobState = 'scheduled' | 'available' | 'running' | 'retryable' | 'co
 export const JOB_STATES: JobState[] = ['scheduled', 'available', 'running', 'retryable', 'completed', 'cancelled', 'discarded'];
 export const WAITING_STATES: JobState[] = ['scheduled', 'available', 'retryable'];
 export const FINAL_STATES: JobState[] = ['completed', 'cancelled', 'discarded'];
+export const LIVE_STATES: JobState[] = ['scheduled', 'available', 'retryable', 'running'];
 
 export interface JobRunError {
   at: string;
@@ -75,13 +76,21 @@ export interface NewRun {
   requestId: string | null;
 }
 
+// Ids are drawn in the statement's first step, beside each row's position in the input
+// (`with ordinality`), and answered as (position, id) pairs: nothing assumes the order in which
+// the insert or its `returning` produces rows. The insert runs to completion even though the
+// final select reads only `v` (a data-modifying CTE always does); if it fails, so does the whole.
 const INSERT_RUNS = prepared(
   'job_runs.insert',
-  `insert into job_runs (kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
-   select kind, queue, priority, state, max_attempts, timeout_ms, payload::jsonb, created_at, scheduled_at, actor_kind, actor_id, request_id
-   from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[])
-     as v(kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
-   returning id`,
+  `with v as materialized (
+     select nextval('job_runs_id_seq') as id, u.*
+     from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[])
+       with ordinality as u(kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id, position)
+   ), inserted as (
+     insert into job_runs (id, kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
+     select id, kind, queue, priority, state, max_attempts, timeout_ms, payload::jsonb, created_at, scheduled_at, actor_kind, actor_id, request_id from v
+   )
+   select position, id from v`,
 );
 
 const initialState = (run: NewRun): JobState => (run.scheduledAt > run.now ? 'scheduled' : 'available');
@@ -90,7 +99,7 @@ const initialState = (run: NewRun): JobState => (run.scheduledAt > run.now ? 'sc
 export async function insertRuns(db: Db, runs: NewRun[]): Promise<JobRun[]> {
   if (!runs.length) return [];
   const column = (value: (run: NewRun) => unknown) => runs.map(value);
-  const rows = await runPrepared<{ id: number }>(db, INSERT_RUNS, [
+  const rows = await runPrepared<{ position: string; id: string }>(db, INSERT_RUNS, [
     column((r) => r.kind),
     column((r) => r.queue),
     column((r) => r.priority),
@@ -104,8 +113,9 @@ export async function insertRuns(db: Db, runs: NewRun[]): Promise<JobRun[]> {
     column((r) => r.actorId),
     column((r) => r.requestId),
   ]);
-  // Ids come from the sequence in the order of the rows given; the rest of each row is what was sent.
-  const ids = rows.map((row) => Number(row.id)).sort((a, b) => a - b);
+  // Each id goes to the input row at its position (1-based); the rest of each row is what was sent.
+  const ids = new Array<number>(runs.length);
+  for (const row of rows) ids[Number(row.position) - 1] = Number(row.id);
   return runs.map((run, i) => ({
     id: ids[i]!,
     kind: run.kind,
@@ -177,6 +187,14 @@ export async function findOverdue(db: Db, opts: { dueBefore: Date; now: Date; gr
   return rows.map(toRun);
 }
 
+/**
+ * A payload may carry secrets for its handler under a top-level `secret` key (a one-time code an
+ * email must show): they are removed in the same statement that finalizes the run (completed,
+ * cancelled, discarded), so no secret outlives the run that needed it. Only a live run — the one
+ * a worker reads when it starts an attempt — still holds them.
+ */
+const withoutSecret = (payload: string) => `case when ${payload} -> 'secret' is not null then ${payload} - 'secret' else ${payload} end`;
+
 /** What a worker needs of a run it starts. */
 export type StartedRun = Pick<JobRun, 'id' | 'kind' | 'attempt' | 'maxAttempts' | 'timeoutMs' | 'payload'>;
 
@@ -187,7 +205,7 @@ const SPENT = "r.state = 'running' and r.attempt >= r.max_attempts";
 const WRITE_ATTEMPTS = prepared(
   'job_runs.write_attempts',
   `with completed as (
-     update job_runs r set state = 'completed', finalized_at = $3
+     update job_runs r set state = 'completed', finalized_at = $3, payload = ${withoutSecret('r.payload')}
      where r.id = any($2::bigint[]) and r.state = 'running'
      returning r.id
    ), started as (
@@ -199,6 +217,7 @@ const WRITE_ATTEMPTS = prepared(
        attempt = case when ${SPENT} then r.attempt else r.attempt + 1 end,
        attempted_at = case when ${SPENT} then r.attempted_at else $3 end,
        finalized_at = case when ${SPENT} then $3 else r.finalized_at end,
+       payload = case when ${SPENT} then ${withoutSecret('r.payload')} else r.payload end,
        handed_over_at = coalesce(r.handed_over_at, $3)
      where r.id = any($1::bigint[]) and r.state in ('scheduled', 'available', 'retryable', 'running')
      returning r.id, r.kind, r.state, r.attempt, r.max_attempts, r.timeout_ms, r.payload
@@ -234,7 +253,7 @@ export async function writeAttempts(
   return { started, completed };
 }
 
-/** Records a failed attempt: `retryable` at `retryAt`, or `discarded` when attempts are spent. */
+/** Records a failed attempt: `retryable` at `retryAt`, or `discarded` (secrets removed) when attempts are spent. */
 export async function failAttempt(db: Db, id: number, error: JobRunError, retryAt: Date | null): Promise<JobRun | null> {
   const [row] = await db('job_runs')
     .where({ id, state: 'running' })
@@ -243,6 +262,7 @@ export async function failAttempt(db: Db, id: number, error: JobRunError, retryA
       state: retryAt ? 'retryable' : 'discarded',
       scheduled_at: retryAt ?? db.raw('scheduled_at'),
       finalized_at: retryAt ? null : error.at,
+      ...(retryAt ? {} : { payload: db.raw(withoutSecret('payload')) }),
     })
     .returning('*');
   return row ? toRun(row) : null;
@@ -259,9 +279,13 @@ export async function makeDueAvailable(db: Db, now: Date, limit = 1000): Promise
     .update({ state: 'available' });
 }
 
-/** Cancels a run in one of `from`; null when it was in none of them (it moved on meanwhile). */
+/** Cancels a run in one of `from` (secrets removed); null when it was in none of them (it moved on meanwhile). */
 export async function cancelRun(db: Db, id: number, from: JobState[], now: Date): Promise<JobRun | null> {
-  const [row] = await db('job_runs').where({ id }).whereIn('state', from).update({ state: 'cancelled', finalized_at: now }).returning('*');
+  const [row] = await db('job_runs')
+    .where({ id })
+    .whereIn('state', from)
+    .update({ state: 'cancelled', finalized_at: now, payload: db.raw(withoutSecret('payload')) })
+    .returning('*');
   return row ? toRun(row) : null;
 }
 
@@ -290,8 +314,6 @@ export interface RunFilter {
   beforeId?: number;
 }
 
-const LIVE_STATES: JobState[] = ['scheduled', 'available', 'retryable', 'running'];
-
 /**
  * Newest first. A `kind` or `queue` filter without a state reads the waiting and running runs and
  * the finished ones from their own indexes (see the job_runs_indexes migration), in one statement.
@@ -316,7 +338,14 @@ export async function lastRunOfKind(db: Db, kind: string): Promise<JobRun | null
 }
 
 export async function countByKindAndState(db: Db): Promise<{ kind: string; state: JobState; count: number }[]> {
-  return db('job_runs').select('kind', 'state').count<{ kind: string; state: JobState; count: number }[]>('* as count').groupBy('kind', 'state');
+  const rows = await db('job_runs').select('kind', 'state').count('* as count').groupBy('kind', 'state');
+  return rows.map((r: any) => ({ kind: r.kind, state: r.state, count: Number(r.count) }));
+}
+
+/** Waiting and running runs per queue and state. */
+export async function countLiveByQueue(db: Db): Promise<{ queue: string; state: JobState; count: number }[]> {
+  const rows = await db('job_runs').select('queue', 'state').count('* as count').whereIn('state', LIVE_STATES).groupBy('queue', 'state');
+  return rows.map((r: any) => ({ queue: r.queue, state: r.state, count: Number(r.count) }));
 }
 
 export async function oldestWaitingSince(db: Db): Promise<Date | null> {
@@ -333,7 +362,7 @@ export async function failuresSince(db: Db, since: Date): Promise<number> {
 }
 
 /** Deletes finalized runs older than `before`, `batch` rows at a time; returns how many. */
-export async function deleteFinalizedBefore(db: Knex, before: Date, batch: number): Promise<number> {
+export async function deleteFinalizedBefore(db: Db, before: Date, batch: number): Promise<number> {
   let total = 0;
   for (;;) {
     const n = await db('job_runs')
