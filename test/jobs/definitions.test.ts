@@ -49,8 +49,11 @@ describe('reading definitions', () => {
   it('lists every kind of the catalogue, sorted by name, with defaults and no override', async () => {
     const res = await t.http.get('/ops/jobs/definitions').set('Authorization', op.auth).expect(200);
     expect(res.body.next_cursor).toBeNull();
-    expect(res.body.items.map((d: any) => d.name)).toEqual([MAIL, RETENTION]);
-    const [mail, retention] = res.body.items;
+    const names = res.body.items.map((d: any) => d.name);
+    expect(names).toEqual(jobKinds.map((k) => k.name).sort());
+    expect(names).toEqual(expect.arrayContaining([MAIL, RETENTION]));
+    const mail = res.body.items.find((d: any) => d.name === MAIL);
+    const retention = res.body.items.find((d: any) => d.name === RETENTION);
     expect(retention).toEqual({
       name: RETENTION,
       description: expect.any(String),
@@ -109,7 +112,7 @@ describe('schedules in BullMQ', () => {
         redisUrl: t.ctx.config.redisUrl,
         prefix: `${t.ctx.config.redisPrefix}bull`,
         registry: new JobRegistry(jobKinds),
-        services: () => t.ctx,
+        app: () => t.ctx,
         logger: t.ctx.logger,
         now: t.ctx.now,
         concurrency: t.ctx.config.jobConcurrency,

@@ -10,12 +10,18 @@ import type { JobKind } from '../../src/jobs/kinds';
 import type { JobConfig } from '../../src/jobs/config';
 import * as store from '../../src/jobs/store';
 import { bullJobId } from '../../src/jobs/system';
-import { sleep, waitFor } from '../support/wait';
+import { waitFor } from '../support/wait';
+
+/** The backoff base this file's job system runs with: retries come after 50 ms, 100 ms… */
+const BACKOFF_MS = 50;
 
 // ----- test-only job kinds --------------------------------------------------------------------
 
 /** Handler invocations per run id (one per attempt that reached the handler). */
 const calls = new Map<number, number>();
+/** The payload each attempt's handler received, per run id. */
+const seen = new Map<number, unknown[]>();
+const see = (id: number, payload: unknown) => seen.set(id, [...(seen.get(id) ?? []), payload]);
 const count = (id: number) => {
   const n = (calls.get(id) ?? 0) + 1;
   calls.set(id, n);
@@ -43,51 +49,57 @@ const kind = (name: string, config: Partial<JobConfig>, handle: JobKind<AppConte
   handle,
 });
 
+/** Waits until the test releases the run (`gates`) or 20 s pass; `signal` rejects it on abort. */
+const gate = (id: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const cap = setTimeout(resolve, 20_000);
+    cap.unref();
+    gates.set(id, () => {
+      clearTimeout(cap);
+      resolve();
+    });
+    signal?.addEventListener('abort', () => {
+      clearTimeout(cap);
+      aborted.set(id, signal.reason);
+      reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+    });
+  });
+
 const kinds: JobKind<AppContext>[] = [
-  kind('test.succeeds', {}, async (_p, { run }) => {
+  kind('test.succeeds', {}, async (payload, { run }) => {
     count(run.id);
+    see(run.id, payload);
   }),
   // Fails `payload.failures` times (default 1), then succeeds.
   kind('test.flaky', { max_attempts: 2 }, async (payload: { failures?: number }, { run }) => {
     const n = count(run.id);
     if (n <= (payload.failures ?? 1)) throw new Error(`flaky failure ${n}`);
   }),
-  kind('test.fails', { max_attempts: 3 }, async (_p, { run }) => {
+  kind('test.fails', { max_attempts: 3 }, async (payload, { run }) => {
+    see(run.id, payload);
     throw new Error(`boom ${count(run.id)}`);
   }),
+  // Its first attempt waits until released by the test, then every attempt fails.
+  kind('test.gated-fails', { timeout: '1m0s', max_attempts: 3 }, async (_p, { run }) => {
+    const n = count(run.id);
+    if (run.attempt === 1) await gate(run.id);
+    throw new Error(`boom ${n}`);
+  }),
   // Waits until released by the test or aborted (cancel); gives up after 20 s at most.
-  kind('test.gated', { timeout: '1m0s', max_attempts: 1 }, async (_p, { run, signal }) => {
+  kind('test.gated', { timeout: '1m0s', max_attempts: 1 }, async (payload, { run, signal }) => {
     count(run.id);
-    await new Promise<void>((resolve, reject) => {
-      const cap = setTimeout(resolve, 20_000);
-      cap.unref();
-      gates.set(run.id, () => {
-        clearTimeout(cap);
-        resolve();
-      });
-      signal.addEventListener('abort', () => {
-        clearTimeout(cap);
-        aborted.set(run.id, signal.reason);
-        reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
-      });
-    });
+    see(run.id, payload);
+    await gate(run.id, signal);
   }),
   // Waits until released by the test, ignoring its signal.
   kind('test.deaf', { timeout: '1m0s', max_attempts: 1 }, async (_p, { run }) => {
     count(run.id);
-    await new Promise<void>((resolve) => {
-      const cap = setTimeout(resolve, 20_000);
-      cap.unref();
-      gates.set(run.id, () => {
-        clearTimeout(cap);
-        resolve();
-      });
-    });
+    await gate(run.id);
   }),
-  // Runs for 3 s and ignores its signal; its timeout is 1 s.
-  kind('test.slow', { timeout: '1s', max_attempts: 1 }, async (_p, { run }) => {
+  // Waits until released by the test, ignoring its signal; its timeout is 1 s.
+  kind('test.overruns', { timeout: '1s', max_attempts: 1 }, async (_p, { run }) => {
     count(run.id);
-    await new Promise((r) => setTimeout(r, 3_000).unref());
+    await gate(run.id);
   }),
 ];
 
@@ -98,14 +110,15 @@ let auth: string;
 const system = { actor: { kind: 'system' as const, id: null } };
 
 beforeAll(async () => {
-  t = await startTestApp({}, { workers: true, jobKinds: kinds });
+  t = await startTestApp({}, { workers: true, jobKinds: kinds, jobTiming: { backoffMs: BACKOFF_MS } });
   auth = (await signedInUser(t.ctx, { operator: true })).auth;
 });
 afterAll(async () => {
   for (const release of gates.values()) release();
   await t.close();
 });
-
+// A test that holds a queue paused (see `retryableHeld`) leaves it running for the next one.
+afterEach(() => t.ctx.jobs.setPaused('default', false));
 
 async function enqueue(kindName: string, payload: Record<string, unknown> = {}, opts: { delayMs?: number } = {}) {
   const run = await t.ctx.jobs.enqueue(t.ctx.db, kindName, payload, system, opts);
@@ -127,6 +140,25 @@ const waitUntilBullForgets = (id: number, queue = 'default') =>
   waitFor(`BullMQ to drop job ${id}`, async () => !(await bullJob(id, queue)));
 const waitForGate = (id: number) => waitFor(`run ${id} to reach its handler`, async () => gates.get(id));
 const startOne = async (id: number) => (await store.writeAttempts(t.ctx.db, { start: [id], complete: [], at: t.clock.now })).started.get(id);
+const payloadOf = async (id: number) => (await t.ctx.db('job_runs').where({ id }).first('payload')).payload;
+const ms = (iso: string) => new Date(iso).getTime();
+
+/**
+ * A `test.gated-fails` run whose first attempt failed while the default queue is paused: the row is
+ * `retryable` and BullMQ holds its retry (delayed or waiting) until the test resumes the queue.
+ */
+async function retryableHeld() {
+  const run = await enqueue('test.gated-fails');
+  const release = await waitForGate(run.id);
+  await t.ctx.jobs.setPaused('default', true);
+  release();
+  await waitForState(run.id, 'retryable');
+  await waitFor(`BullMQ to hold the retry of run ${run.id}`, async () => {
+    const state = await (await bullJob(run.id))?.getState();
+    return state !== undefined && state !== 'active' && state !== 'unknown';
+  });
+  return run;
+}
 
 const errorEntry = (attempt: number, message: string | RegExp) => ({
   at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
@@ -161,29 +193,28 @@ describe('state transitions', () => {
 
   it('running → retryable → running → completed, with one error for the failed attempt', async () => {
     const run = await enqueue('test.flaky', { failures: 1 });
-    const retryable = await waitForState(run.id, 'retryable');
-    expect(retryable).toMatchObject({ attempt: 1, finalized_at: null, errors: [errorEntry(1, 'flaky failure 1')] });
-    // The retry waits for its backoff: scheduled_at moves past the failure.
-    expect(new Date(retryable.scheduled_at).getTime()).toBeGreaterThan(new Date(retryable.errors[0].at).getTime());
-
     const done = await waitForState(run.id, 'completed');
     expect(done).toMatchObject({ attempt: 2, max_attempts: 2, errors: [errorEntry(1, 'flaky failure 1')] });
     expect(done.finalized_at).not.toBeNull();
+    // The retry was scheduled one backoff (the injected base) after the failure.
+    expect(ms(done.scheduled_at) - ms(done.errors[0].at)).toBe(BACKOFF_MS);
     await waitUntilBullForgets(run.id);
     expect(calls.get(run.id)).toBe(2);
   });
 
   it('running → discarded once max_attempts are spent, one error per attempt', async () => {
     const run = await enqueue('test.fails');
-    const done = await waitForState(run.id, 'discarded', 12_000);
+    const done = await waitForState(run.id, 'discarded');
     expect(done).toMatchObject({
       attempt: 3,
       max_attempts: 3,
       errors: [errorEntry(1, 'boom 1'), errorEntry(2, 'boom 2'), errorEntry(3, 'boom 3')],
     });
     expect(done.finalized_at).not.toBeNull();
+    // Exponential backoff: the last retry (after the second failure) waited twice the base.
+    expect(ms(done.scheduled_at) - ms(done.errors[1].at)).toBe(2 * BACKOFF_MS);
+    // BullMQ no longer holds the job: no further attempt can start.
     await waitUntilBullForgets(run.id);
-    await sleep(200);
     expect(calls.get(run.id)).toBe(3);
     expect((await apiRun(run.id)).state).toBe('discarded');
   });
@@ -215,12 +246,15 @@ describe('state transitions', () => {
   });
 
   it('an attempt that outlives the timeout fails with "timed out after 1s"', async () => {
-    const run = await enqueue('test.slow');
-    const started = Date.now();
+    const run = await enqueue('test.overruns');
+    const release = await waitForGate(run.id);
     const done = await waitForState(run.id, 'discarded');
-    expect(Date.now() - started).toBeLessThan(2_900); // aborted by the timeout, not by the handler ending
+    // Ended by the timeout while its handler, which ignores the signal, is still waiting for the test.
     expect(done).toMatchObject({ attempt: 1, max_attempts: 1, errors: [errorEntry(1, /timed out after 1s/)] });
+    release();
+    await waitUntilBullForgets(run.id);
     expect(calls.get(run.id)).toBe(1);
+    expect(await apiRun(run.id)).toEqual(done);
   });
 
   it('a run whose worker died mid-attempt records the stalled attempt and continues', async () => {
@@ -299,12 +333,12 @@ describe('cancel', () => {
   });
 
   it('a retryable run is cancelled at once and is not attempted again', async () => {
-    const run = await enqueue('test.fails');
-    await waitForState(run.id, 'retryable');
+    const run = await retryableHeld();
     const res = await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(200);
     expect(res.body).toMatchObject({ state: 'cancelled', attempt: 1, errors: [errorEntry(1, 'boom 1')] });
+    // BullMQ no longer holds the retry: nothing is left to attempt once the queue runs again.
     expect(await bullJob(run.id)).toBeFalsy();
-    await sleep(1_500); // past the 1 s backoff
+    await t.ctx.jobs.setPaused('default', false);
     expect(calls.get(run.id)).toBe(1);
     expect((await apiRun(run.id)).state).toBe('cancelled');
   });
@@ -329,26 +363,26 @@ describe('cancel', () => {
     const run = await enqueue('test.deaf');
     const release = await waitForGate(run.id);
     await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(202);
-    // Already signalled: 202 again (the handler ignores it, but the attempt is given up at once).
-    const again = await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth);
-    expect([202, 422]).toContain(again.status);
+    // The handler ignores the signal, but the attempt is given up at once: the run is cancelled
+    // while the handler still waits, and a second cancel finds it finalized.
     const done = await waitForState(run.id, 'cancelled');
     expect(done).toMatchObject({ attempt: 1, errors: [] });
+    const again = await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(422);
+    expect(again.body.code).toBe('job_finalized');
     release();
     await waitUntilBullForgets(run.id);
-    await sleep(100);
     expect(calls.get(run.id)).toBe(1);
     expect((await apiRun(run.id)).state).toBe('cancelled');
   });
 
   it('a cancel that reaches no worker because the attempt was failing meanwhile still stops further attempts', async () => {
-    const run = await enqueue('test.fails');
-    await waitForState(run.id, 'retryable');
+    const run = await retryableHeld();
     // The operator saw it running (the attempt was failing at that moment): 202, but no worker holds it.
     await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'running' });
     await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(202);
     await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'retryable' }); // the failure lands
-    const done = await waitForState(run.id, 'cancelled', 5_000); // BullMQ's retry comes after 1 s
+    await t.ctx.jobs.setPaused('default', false); // BullMQ delivers the retry
+    const done = await waitForState(run.id, 'cancelled');
     expect(done).toMatchObject({ attempt: 1, errors: [errorEntry(1, 'boom 1')] });
     expect(done.finalized_at).not.toBeNull();
     await waitUntilBullForgets(run.id);
@@ -356,7 +390,7 @@ describe('cancel', () => {
 
     // A retry afterwards is not stopped by that old cancel: it uses its remaining attempts.
     await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
-    const discarded = await waitForState(run.id, 'discarded', 8_000);
+    const discarded = await waitForState(run.id, 'discarded');
     expect(discarded).toMatchObject({ attempt: 3, max_attempts: 3, errors: [errorEntry(1, 'boom 1'), errorEntry(2, 'boom 2'), errorEntry(3, 'boom 3')] });
     expect(calls.get(run.id)).toBe(3);
   });
@@ -484,13 +518,16 @@ describe('retry', () => {
   });
 
   it('a retryable run is attempted now, without waiting for its backoff', async () => {
-    const run = await enqueue('test.flaky', { failures: 1 });
-    await waitForState(run.id, 'retryable');
+    // Attempt 1 failed and the retry waits a minute in BullMQ (a delayed job, as its backoff makes it).
+    const run = await enqueue('test.succeeds', {}, { delayMs: 60_000 });
+    const error = { at: t.clock.now.toISOString(), attempt: 1, message: 'boom' };
+    await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'retryable', attempt: 1, attempted_at: t.clock.now, errors: JSON.stringify([error]) });
+    expect(await (await bullJob(run.id))?.isDelayed()).toBe(true);
     const res = await t.http.post(`/ops/jobs/runs/${run.id}/retry`).set('Authorization', auth).expect(200);
     expect(res.body).toMatchObject({ state: 'available', attempt: 1 });
     const done = await waitForState(run.id, 'completed');
-    expect(done).toMatchObject({ attempt: 2, errors: [errorEntry(1, 'flaky failure 1')] });
-    expect(calls.get(run.id)).toBe(2);
+    expect(done).toMatchObject({ attempt: 2, errors: [error] });
+    expect(calls.get(run.id)).toBe(1);
   });
 
   it('an available run stays as it is', async () => {
@@ -526,7 +563,6 @@ describe('exactly once', () => {
     release();
     await waitForState(gated.id, 'completed');
     await waitUntilBullForgets(gated.id);
-    await sleep(200);
     expect(calls.get(gated.id)).toBe(1);
     expect(calls.get(later.id)).toBeUndefined();
     await t.http.post(`/ops/jobs/runs/${later.id}/cancel`).set('Authorization', auth).expect(200);
@@ -548,6 +584,77 @@ describe('exactly once', () => {
     for (const run of runs) expect(calls.get(run.id)).toBe(1);
     const rows = await t.ctx.db('job_runs').whereIn('id', runs.map((r) => r.id));
     for (const row of rows) expect(row).toMatchObject({ state: 'completed', attempt: 1, errors: [] });
+  });
+});
+
+// ----- enqueueMany ------------------------------------------------------------------------------
+
+describe('enqueueMany', () => {
+  it('answers each run with the id of its own row, in the order given', async () => {
+    const jobs = Array.from({ length: 120 }, (_, i) => ({ kind: 'test.succeeds', payload: { i }, delayMs: i % 3 ? 60_000 : 0 }));
+    const runs = await t.ctx.jobs.enqueueMany(t.ctx.db, jobs, system);
+    expect(new Set(runs.map((r) => r.id)).size).toBe(jobs.length);
+    const rows = await t.ctx.db('job_runs').whereIn('id', runs.map((r) => r.id)).select('id', 'payload', 'state');
+    const byId = new Map(rows.map((row) => [Number(row.id), row]));
+    runs.forEach((run, i) => {
+      expect(run.payload).toEqual({ i });
+      expect(byId.get(run.id)).toMatchObject({ payload: { i }, state: i % 3 ? 'scheduled' : 'available' });
+    });
+    await t.ctx.db('job_runs').whereIn('id', runs.map((r) => r.id)).update({ state: 'cancelled', finalized_at: t.clock.now });
+  });
+});
+
+// ----- secrets in payloads -----------------------------------------------------------------------
+
+describe('a payload\'s `secret`', () => {
+  const secret = { code: '424242' };
+
+  it('reaches the handler and is removed when the run completes', async () => {
+    const run = await enqueue('test.succeeds', { keep: 1, secret });
+    await waitForState(run.id, 'completed');
+    expect(seen.get(run.id)).toEqual([{ keep: 1, secret }]);
+    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
+  });
+
+  it('reaches every attempt and is removed when the run is discarded', async () => {
+    const run = await enqueue('test.fails', { keep: 1, secret });
+    await waitForState(run.id, 'discarded');
+    expect(seen.get(run.id)).toEqual([1, 2, 3].map(() => ({ keep: 1, secret })));
+    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
+  });
+
+  it('stays while the run waits for a retry, and goes when its last attempt fails', async () => {
+    const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', { secret }, system);
+    await startOne(run.id);
+    const error = (attempt: number) => ({ at: t.clock.now.toISOString(), attempt, message: 'boom' });
+    expect(await store.failAttempt(t.ctx.db, run.id, error(1), new Date(t.clock.now.getTime() + 60_000))).toMatchObject({ state: 'retryable', payload: { secret } });
+    expect(await startOne(run.id)).toMatchObject({ attempt: 2, payload: { secret } });
+    expect(await store.failAttempt(t.ctx.db, run.id, error(2), null)).toMatchObject({ state: 'discarded', payload: {} });
+    expect(await payloadOf(run.id)).toEqual({});
+  });
+
+  it('is removed when a stalled last attempt discards the run', async () => {
+    const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', { keep: 1, secret }, system);
+    await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'running', attempt: 3, attempted_at: t.clock.now });
+    expect(await startOne(run.id)).toBeUndefined();
+    expect((await apiRun(run.id)).state).toBe('discarded');
+    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
+  });
+
+  it('is removed when a waiting run is cancelled', async () => {
+    const run = await enqueue('test.succeeds', { keep: 1, secret }, { delayMs: 60_000 });
+    await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(200);
+    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
+  });
+
+  it('is removed when a running run is cancelled', async () => {
+    const run = await enqueue('test.gated', { keep: 1, secret });
+    await waitForGate(run.id);
+    expect(await payloadOf(run.id)).toEqual({ keep: 1, secret }); // still there while it runs
+    await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(202);
+    await waitForState(run.id, 'cancelled');
+    expect(seen.get(run.id)).toEqual([{ keep: 1, secret }]);
+    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
   });
 });
 

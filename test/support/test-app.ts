@@ -11,6 +11,7 @@ import { createDatabase } from '../../src/platform/database';
 import { createRedis } from '../../src/platform/redis';
 import { buildAppContext } from '../../src/app-context-factory';
 import type { JobKind } from '../../src/jobs/kinds';
+import type { JobTiming } from '../../src/jobs/timing';
 import { createApp } from '../../src/app';
 import type { AppContext } from '../../src/app-context';
 
@@ -40,6 +41,8 @@ export interface TestAppOptions {
   workers?: boolean;
   /** Extra job kinds for the test (e.g. one that sleeps or fails). */
   jobKinds?: JobKind<AppContext>[];
+  /** Job backoff, sweep interval… (e.g. `{ backoffMs: 50 }`: retries in milliseconds, not seconds). */
+  jobTiming?: Partial<JobTiming>;
   /** A logger of the test's own (e.g. one that keeps every line, to search them). */
   logger?: Logger;
 }
@@ -63,7 +66,7 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
       this.now = new Date(this.now.getTime() + ms);
     },
   };
-  const ctx = buildAppContext({ config, logger, db, redis, now: () => clock.now, extraJobKinds: options.jobKinds });
+  const ctx = buildAppContext({ config, logger, db, redis, now: () => clock.now, extraJobKinds: options.jobKinds, jobTiming: options.jobTiming });
   ctx.state.databaseReady = true;
   await ctx.jobs.init();
   if (options.workers) await ctx.jobs.startWorkers();
@@ -82,8 +85,8 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
 
 /**
  * Another instance of the service beside a test app (another process, in effect): the same
- * database and Redis key prefix, its own pools and job system, no workers. `redisUrl` points it
- * at another Redis (a closed port, a proxy the test takes down).
+ * database and Redis key prefix, its own pools and job system (with the test app's job timing),
+ * no workers. `redisUrl` points it at another Redis (a closed port, a proxy the test takes down).
  */
 export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKinds?: JobKind<AppContext>[] } = {}) {
   const config = { ...t.ctx.config, redisUrl: options.redisUrl ?? t.ctx.config.redisUrl };
@@ -94,6 +97,7 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
     redis: createRedis(config.redisUrl, t.ctx.logger),
     now: t.ctx.now,
     extraJobKinds: options.jobKinds,
+    jobTiming: t.ctx.jobs.timing,
   });
   ctx.state.databaseReady = true;
   await ctx.jobs.init();
