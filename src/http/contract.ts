@@ -31,6 +31,8 @@ export interface Contract {
   operations: Map<string, OperationInfo>;
   /** Path template → the methods it accepts (upper case), for 405 `Allow`. */
   methodsByPath: Map<string, string[]>;
+  /** The path template a URL path matches (the most specific one, see compilePathMatcher). */
+  matchPath: (urlPath: string) => string | undefined;
 }
 
 export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Contract {
@@ -64,6 +66,7 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
     version: String(document.info?.version ?? '0.0.0'),
     operations,
     methodsByPath,
+    matchPath: compilePathMatcher([...methodsByPath.keys()].map((template) => [template, template] as const)),
   };
 }
 
@@ -80,10 +83,49 @@ export function routingDocument(contract: Contract): Record<string, any> {
 
 /** Methods allowed on the path template that matches `urlPath`, if any. */
 export function allowedMethods(contract: Contract, urlPath: string): string[] {
-  const segments = urlPath.replace(/\/+$/, '').split('/');
-  for (const [template, methods] of contract.methodsByPath) {
-    const t = template.split('/');
-    if (t.length === segments.length && t.every((s, i) => s.startsWith('{') || s === segments[i])) return methods;
-  }
-  return [];
+  const template = contract.matchPath(urlPath);
+  return (template && contract.methodsByPath.get(template)) || [];
 }
+
+/**
+ * Compiles path templates into a matcher that finds the template a URL path matches, as OpenAPI
+ * says: the exact (all-literal) path first, else the most specific template, where a literal
+ * segment beats a `{parameter}` at the first position where two templates differ
+ * (`/v1/auth/passkeys/registration` before `/v1/auth/passkeys/{id}`). The method is looked up on
+ * that path afterwards, so a wrong method answers 405 from the most specific path, never a
+ * route of a less specific one. Trailing slashes are ignored; a parameter matches one
+ * non-empty segment.
+ */
+export function compilePathMatcher<T>(entries: Iterable<readonly [template: string, value: T]>): (urlPath: string) => T | undefined {
+  const exact = new Map<string, T>();
+  const templates: { kinds: number[]; regex: RegExp; value: T }[] = [];
+  for (const [template, value] of entries) {
+    if (!template.includes('{')) {
+      exact.set(template, value);
+      continue;
+    }
+    const segments = template.split('/');
+    templates.push({
+      // 0: literal, 1: contains a parameter; compared in order, the lower wins.
+      kinds: segments.map((s) => (s.includes('{') ? 1 : 0)),
+      regex: new RegExp(`^${segments.map((s) => s.split(/\{[^}]+\}/).map(escapeRegex).join('[^/]+')).join('/')}$`),
+      value,
+    });
+  }
+  templates.sort((a, b) => a.kinds.length - b.kinds.length || compareKinds(a.kinds, b.kinds));
+  return (urlPath) => {
+    let path = urlPath;
+    while (path.length > 1 && path.charCodeAt(path.length - 1) === 47 /* / */) path = path.slice(0, -1);
+    const hit = exact.get(path);
+    if (hit !== undefined) return hit;
+    for (const t of templates) if (t.regex.test(path)) return t.value;
+    return undefined;
+  };
+}
+
+function compareKinds(a: number[], b: number[]): number {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return 0;
+}
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

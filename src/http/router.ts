@@ -14,7 +14,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { AppContext } from '../app-context';
-import { allowedMethods, routingDocument, type OperationInfo } from './contract';
+import { compilePathMatcher, routingDocument, type OperationInfo } from './contract';
 import { isDependencyDown, problems } from './problem';
 import { authenticateBearer, authenticateCookie, checkCsrf, type AuthResult } from './authenticate';
 import type { HandlerContext, HandlerMap } from '../../handlers/types';
@@ -46,6 +46,12 @@ interface Route {
   /** A body and no parameters (sign-in, register…): validated without openapi-backend parsing the request. */
   bodyOnly: boolean;
   validators: ValidateFunction[];
+}
+
+/** A path of the contract: its operations by HTTP method (upper case, as Node gives it) and its `Allow`. */
+interface PathEntry {
+  routes: Map<string, Route>;
+  allow: string[];
 }
 
 export function createRouter(app: AppContext, handlers: HandlerMap) {
@@ -129,30 +135,22 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
     }
   };
 
-  /** The exact path first, then templates with the most literal characters; 404, or 405 with Allow. */
+  /** The most specific path (exact paths first, see compilePathMatcher), then the method: 404, or 405 with Allow. */
   function compileMatcher(all: Route[]) {
-    const exact = new Map<string, Route>();
-    for (const route of all) if (!route.info.path.includes('{')) exact.set(`${route.info.method} ${route.info.path}`, route);
-    const templates = all
-      .filter((route) => route.info.path.includes('{'))
-      .map((route) => ({
-        route,
-        regex: new RegExp(`^${route.info.path.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`),
-        literal: route.info.path.replace(/\{.*?\}/g, '').length,
-      }))
-      .sort((a, b) => b.literal - a.literal);
-    return (rawMethod: string, rawPath: string): Route => {
-      const method = rawMethod.toLowerCase();
-      let path = rawPath;
-      while (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-      const hit = exact.get(`${method} ${path}`);
-      if (hit) return hit;
-      const matching = templates.filter((t) => t.regex.test(path));
-      const found = matching.find((t) => t.route.info.method === method)?.route;
-      if (found) return found;
-      const allowed = allowedMethods(app.contract, path);
-      if (allowed.length) throw problems.methodNotAllowed(allowed);
-      throw problems.notFound('No such path.');
+    const paths = new Map<string, PathEntry>();
+    for (const route of all) {
+      const path = route.info.path;
+      let entry = paths.get(path);
+      if (!entry) paths.set(path, (entry = { routes: new Map(), allow: app.contract.methodsByPath.get(path) ?? [] }));
+      entry.routes.set(route.info.method.toUpperCase(), route);
+    }
+    const matchPath = compilePathMatcher(paths);
+    return (method: string, path: string): Route => {
+      const entry = matchPath(path);
+      if (!entry) throw problems.notFound('No such path.');
+      const route = entry.routes.get(method);
+      if (!route) throw problems.methodNotAllowed(entry.allow);
+      return route;
     };
   }
 }

@@ -4,6 +4,7 @@ import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { exampleRequest } from '../support/examples';
 import { pendingOperations } from '../../handlers';
+import { allowedMethods, compilePathMatcher } from '../../src/http/contract';
 
 let t: TestApp;
 let operatorAuth: string;
@@ -41,4 +42,35 @@ it('answers 501 not_implemented for every pending operation, after auth and vali
     expect({ op: op.operationId, status: res.status, body: res.status === 501 ? null : res.body }).toEqual({ op: op.operationId, status: 501, body: null });
     expect(res.body).toMatchObject({ code: 'not_implemented', status: 501, title: 'Not Implemented' });
   }
+});
+
+describe('path precedence (OpenAPI: a literal segment beats a template)', () => {
+  it('answers 405 from the literal path, with its Allow, instead of routing to a template', async () => {
+    for (const [method, url, allow] of [
+      ['patch', '/v1/auth/passkeys/registration', 'POST'],
+      ['delete', '/v1/auth/passkeys/login', 'POST'],
+      ['get', '/v1/auth/sessions/start', 'DELETE'], // /v1/auth/sessions/{id} beats /v1/auth/{provider}/start
+      ['delete', '/ops/audit/stats', 'GET'],
+    ] as const) {
+      const res = await (t.http as any)[method](url).set('Authorization', operatorAuth).send({ name: 'x' });
+      expect({ method, url, status: res.status, allow: res.headers.allow, code: res.body.code }).toEqual({ method, url, status: 405, allow, code: 'method_not_allowed' });
+    }
+  });
+
+  it('still routes to the template when no literal path matches', async () => {
+    const res = await t.http.patch('/v1/auth/passkeys/pky_01jd8x4k3m5n6p7q8r9s0t1v2w').set('Authorization', operatorAuth).send({ name: 'Laptop' });
+    expect(res.body.code).toBe(pendingOperations(t.ctx.contract.operations.keys()).has('renamePasskey') ? 'not_implemented' : 'not_found');
+  });
+
+  it('compares templates segment by segment: the first literal wins, trailing slashes ignored', () => {
+    const match = compilePathMatcher(['/a/{x}/c', '/a/b/{y}', '/a/{x}/{y}', '/a/b/c/d', '/{p}/b/c'].map((p) => [p, p] as const));
+    expect(match('/a/b/c')).toBe('/a/b/{y}');
+    expect(match('/a/z/c')).toBe('/a/{x}/c');
+    expect(match('/a/z/q/')).toBe('/a/{x}/{y}');
+    expect(match('/z/b/c')).toBe('/{p}/b/c');
+    expect(match('/a/b/c/d/')).toBe('/a/b/c/d');
+    expect(match('/a//c')).toBeUndefined();
+    expect(allowedMethods(t.ctx.contract, '/v1/auth/passkeys/registration')).toEqual(['POST']);
+    expect(allowedMethods(t.ctx.contract, '/v1/auth/passkeys/pky_1')).toEqual(['DELETE', 'PATCH']);
+  });
 });

@@ -32,18 +32,10 @@ function validatorFor(ref: string): ValidateFunction {
   return v;
 }
 
+/** The operation's path template, with the router's precedence; null for an unknown path or a wrong method. */
 function matchPath(contract: Contract, method: string, urlPath: string): string | null {
-  const segments = urlPath.split('?')[0]!.replace(/\/+$/, '').split('/');
-  let best: { template: string; literal: number } | null = null;
-  for (const [template, methods] of contract.methodsByPath) {
-    if (!methods.includes(method.toUpperCase())) continue;
-    const t = template.split('/');
-    if (t.length !== segments.length) continue;
-    if (!t.every((s, i) => s.startsWith('{') || s === segments[i])) continue;
-    const literal = t.filter((s) => !s.startsWith('{')).length;
-    if (!best || literal > best.literal) best = { template, literal };
-  }
-  return best?.template ?? null;
+  const template = contract.matchPath(urlPath);
+  return template && contract.methodsByPath.get(template)!.includes(method.toUpperCase()) ? template : null;
 }
 
 export function assertMatchesContract(method: string, url: string, res: Response): void {
