@@ -20,6 +20,8 @@ export interface OperationInfo {
   public: boolean;
   /** Roles named in the requirements' scopes (e.g. `operator` on /ops). */
   roles: string[];
+  /** Media types of the request body (the keys of `requestBody.content`, lower case); empty without a body. */
+  requestMediaTypes: string[];
 }
 
 export interface Contract {
@@ -47,6 +49,7 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
       if (!op) continue;
       methods.push(method.toUpperCase());
       const security: SecurityRequirement[] = op.security ?? document.security ?? [];
+      const requestBody = resolve(document, op.requestBody);
       operations.set(op.operationId, {
         operationId: op.operationId,
         method,
@@ -55,6 +58,7 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
         security,
         public: security.length === 0 || security.some((r) => Object.keys(r).length === 0),
         roles: [...new Set(security.flatMap((r) => Object.values(r).flat()))],
+        requestMediaTypes: Object.keys(requestBody?.content ?? {}).map((t) => t.toLowerCase()),
       });
     }
     methodsByPath.set(p, methods);
@@ -68,6 +72,17 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
     methodsByPath,
     matchPath: compilePathMatcher([...methodsByPath.keys()].map((template) => [template, template] as const)),
   };
+}
+
+/** Follows local `$ref`s (`#/components/...`). */
+function resolve(document: Record<string, any>, obj: any): any {
+  while (obj?.$ref) {
+    obj = String(obj.$ref)
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((o: any, k: string) => o?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], document);
+  }
+  return obj;
 }
 
 /** The document handed to openapi-backend: each operation states its effective security. */

@@ -15,7 +15,7 @@ import addFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { AppContext } from '../app-context';
 import { compilePathMatcher, routingDocument, type OperationInfo } from './contract';
-import { isDependencyDown, problems } from './problem';
+import { AppError, isDependencyDown, problems } from './problem';
 import { authenticateBearer, authenticateCookie, checkCsrf, type AuthResult } from './authenticate';
 import type { HandlerContext, HandlerMap } from '../../handlers/types';
 import type { Caller } from '../sessions/store';
@@ -23,6 +23,15 @@ import type { Caller } from '../sessions/store';
 /** Tags whose operations never touch the database, so they answer while it is unavailable. */
 const DEPENDENCY_FREE_TAGS = new Set(['example', 'system']);
 const BODY_LIMIT = '1mb';
+
+/**
+ * One parser per media type an operation may declare. The router picks it from the request's
+ * Content-Type after checking the operation declares that type, so each parses whatever it is given.
+ */
+const PARSERS: Record<string, express.RequestHandler> = {
+  'application/json': express.json({ limit: BODY_LIMIT, type: () => true }),
+  'application/x-www-form-urlencoded': express.urlencoded({ limit: BODY_LIMIT, extended: false, type: () => true }),
+};
 
 type SchemeName = 'bearerAuth' | 'sessionCookie';
 const AUTHENTICATORS: Record<SchemeName, (app: AppContext, req: Request) => Promise<AuthResult>> = {
@@ -46,6 +55,10 @@ interface Route {
   /** A body and no parameters (sign-in, register…): validated without openapi-backend parsing the request. */
   bodyOnly: boolean;
   validators: ValidateFunction[];
+  /** Body parser by declared media type (lower case, without parameters). */
+  parsers: Map<string, express.RequestHandler>;
+  /** The 415 detail and `Accept` value naming the declared media types. */
+  unsupportedMediaType: { detail: string; accept: string };
 }
 
 /** A path of the contract: its operations by HTTP method (upper case, as Node gives it) and its `Allow`. */
@@ -85,11 +98,14 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       takesQuery: (operation.parameters ?? []).some((p) => 'in' in p && p.in === 'query'),
       bodyOnly: Boolean(operation.requestBody) && !(operation.parameters ?? []).length,
       validators: api.validator.getRequestValidatorsForOperation(info.operationId) as ValidateFunction[],
+      parsers: new Map(info.requestMediaTypes.map((type) => [type, parserFor(type, info.operationId)])),
+      unsupportedMediaType: {
+        detail: `This operation takes a body of type ${info.requestMediaTypes.join(' or ')} (Content-Type).`,
+        accept: info.requestMediaTypes.join(', '),
+      },
     };
   });
   const match = compileMatcher(routes);
-  const parseJson = express.json({ limit: BODY_LIMIT, type: ['application/json', 'application/*+json'] });
-  const parseForm = express.urlencoded({ limit: BODY_LIMIT, extended: false });
 
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -99,11 +115,9 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       if (!app.state.databaseReady && !route.dependencyFree) throw problems.unavailable('The database is not ready yet. Try again shortly.');
       const caller = route.schemes.length ? await authenticate(app, route, req) : null;
       res.locals.caller = caller;
-      // After the caller is known: a body is read only for an operation that takes one.
-      if (route.hasBody) {
-        await runParser(parseJson, req, res);
-        await runParser(parseForm, req, res);
-      }
+      // After the caller is known: a body is read only for an operation that takes one, and only
+      // in a media type the operation declares.
+      if (route.hasBody) await readBody(route, req, res);
       let params: Record<string, unknown> = {};
       let query: Record<string, unknown> = route.takesQuery ? req.query : {};
       if (route.bodyOnly) {
@@ -193,6 +207,32 @@ function validateBodyOnly(route: Route, req: Request): ErrorObject[] {
   for (const validate of route.validators) if (!validate(input)) errors.push(...(validate.errors ?? []));
   return errors;
 }
+
+function parserFor(type: string, operationId: string): express.RequestHandler {
+  const parser = PARSERS[type];
+  if (!parser) throw new Error(`${operationId} declares a request body of type ${type}, which the router cannot parse`);
+  return parser;
+}
+
+/**
+ * Reads the body with the parser of its media type (parameters such as charset aside), or answers
+ * 415 when the operation does not declare that type. A request without a body (no
+ * Content-Length above 0, no Transfer-Encoding) is left to validation (422 when one is required).
+ */
+async function readBody(route: Route, req: Request, res: Response): Promise<void> {
+  const headers = req.headers;
+  if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) return;
+  const raw = headers['content-type'];
+  // The common case, `application/json` exactly, without normalising the header.
+  const parser = (raw !== undefined && route.parsers.get(raw)) || route.parsers.get(mediaTypeOf(raw));
+  if (!parser) {
+    const { detail, accept } = route.unsupportedMediaType;
+    throw new AppError('unsupported_media_type', 415, detail, { headers: { Accept: accept } });
+  }
+  await runParser(parser, req, res);
+}
+
+const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').split(';')[0]!.trim().toLowerCase();
 
 function runParser(parser: express.RequestHandler, req: Request, res: Response): Promise<void> {
   return new Promise((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));

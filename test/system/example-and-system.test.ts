@@ -38,9 +38,11 @@ describe('POST /v1/echo', () => {
     expect(wrongType.body.errors).toEqual([{ location: 'body.message', message: 'must be string' }]);
   });
 
-  it('answers 422 at `body` when there is no JSON body', async () => {
-    const res = await t.http.post('/v1/echo').set('Content-Type', 'text/plain').send('hello').expect(422);
+  it('answers 422 at `body` when there is no body, and 415 for a body that is not JSON', async () => {
+    const res = await t.http.post('/v1/echo').set('Content-Type', 'text/plain').expect(422);
     expect(res.body.errors).toEqual([{ location: 'body', message: 'a JSON request body is required' }]);
+    const text = await t.http.post('/v1/echo').set('Content-Type', 'text/plain').send('hello').expect(415);
+    expect(text.body.code).toBe('unsupported_media_type');
   });
 
   it('answers 400 malformed_body for broken JSON', async () => {
