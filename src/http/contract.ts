@@ -1,4 +1,5 @@
 // The contract (openapi.yaml), loaded once, and what the HTTP layer derives from it.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
@@ -37,9 +38,36 @@ export interface Contract {
   matchPath: (urlPath: string) => string | undefined;
 }
 
+/**
+ * Parsing the 440 KB YAML takes about half a second; its JSON, a hundredth of that. The parsed
+ * document is kept as JSON under the hash of the YAML in the project's own cache directory
+ * (node_modules/.cache, not a shared temp directory another user could write a contract into), so
+ * the processes of a test run or of a deploy parse the YAML once between them.
+ */
+const CACHE_DIR = path.join(projectRoot, 'node_modules', '.cache', 'tenant-api');
+
+function parseCached(yamlText: string): Record<string, any> {
+  const cacheFile = path.join(CACHE_DIR, `contract-${createHash('sha256').update(yamlText).digest('hex')}.json`);
+  try {
+    return JSON.parse(fs.readFileSync(cacheFile, 'utf8'));
+  } catch {
+    const document = YAML.parse(yamlText) as Record<string, any>;
+    try {
+      // Written aside and renamed, so a concurrent reader never sees half a file.
+      fs.mkdirSync(CACHE_DIR, { recursive: true });
+      const partial = `${cacheFile}.${process.pid}`;
+      fs.writeFileSync(partial, JSON.stringify(document));
+      fs.renameSync(partial, cacheFile);
+    } catch {
+      // A read-only temp directory only costs the next process a parse.
+    }
+    return document;
+  }
+}
+
 export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Contract {
   const yamlText = fs.readFileSync(file, 'utf8');
-  const document = YAML.parse(yamlText) as Record<string, any>;
+  const document = parseCached(yamlText);
   const operations = new Map<string, OperationInfo>();
   const methodsByPath = new Map<string, string[]>();
   for (const [p, item] of Object.entries<Record<string, any>>(document.paths ?? {})) {
