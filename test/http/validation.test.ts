@@ -84,3 +84,33 @@ it('asks for the body of an operation that requires one', async () => {
   const res = await t.http.post('/v1/echo').expect(422);
   expect(errorsOf(res)).toEqual([{ location: 'body', message: 'a JSON request body is required' }]);
 });
+
+describe('NUL characters (PostgreSQL refuses U+0000 in text)', () => {
+  const NUL = 'must not contain NUL characters';
+
+  it('refuses a NUL in a body field with 422 naming it, before the database sees it', async () => {
+    const res = await t.http.post('/v1/auth/register').send({ email: 'nul@example.com', password: 'correct horse battery staple', name: 'Ada\u0000Lovelace' }).expect(422);
+    expect(errorsOf(res)).toEqual([{ location: 'body.name', message: NUL }]);
+    expect(await t.ctx.db('users').where({ email: 'nul@example.com' }).first()).toBeUndefined();
+  });
+
+  it('names nested fields and array items, and property names', async () => {
+    const res = await t.http.post('/v1/echo').send({ message: 'hi\u0000', tags: ['a', 'b', '\u0000'], 'x\u0000': 1 }).expect(422);
+    expect(errorsOf(res)).toEqual(
+      expect.arrayContaining([
+        { location: 'body.message', message: NUL },
+        { location: 'body.tags[2]', message: NUL },
+        { location: 'body', message: 'must not contain NUL characters in property names' },
+      ]),
+    );
+  });
+
+  it('refuses a NUL in query and path parameters', async () => {
+    const query = await t.http.get('/ops/jobs/runs?kind=service.mail%00send').set('Authorization', operatorAuth).expect(422);
+    expect(errorsOf(query)).toEqual([{ location: 'query.kind', message: NUL }]);
+    for (const url of ['/ops/queues/mail%00/pause', '/ops/jobs/definitions/service.mail%00x/run']) {
+      const path = await t.http.post(url).set('Authorization', operatorAuth).expect(422);
+      expect(errorsOf(path)).toContainEqual({ location: 'path.name', message: NUL });
+    }
+  });
+});
