@@ -44,6 +44,6 @@ export function buildAppContext(parts: {
     concurrency: parts.config.jobConcurrency,
     timing: parts.jobTiming,
   });
-  app.services = new Services(app, parts.db);
+  app.services = new Services(app);
   return app;
 }

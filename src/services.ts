@@ -37,10 +37,16 @@ export class Services {
 
   constructor(
     readonly platform: Platform,
-    readonly db: Executor,
+    /** The open transaction these services run in; null: the pool. */
+    private readonly trx: Knex.Transaction | null = null,
     /** Runs enqueued in this transaction, handed over after commit; null outside a transaction. */
     private readonly pendingRuns: JobRun[] | null = null,
   ) {}
+
+  /** Where queries go: the transaction, else the platform's pool (read on each use). */
+  get db(): Executor {
+    return this.trx ?? this.platform.db;
+  }
 
   get inTransaction(): boolean {
     return this.pendingRuns !== null;

@@ -45,3 +45,6 @@ export class JobRegistry<App> {
     return [...this.kinds.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 }
+
+/** Thrown by a handler for a failure no retry can fix: the run is discarded at once. */
+export { UnrecoverableError } from 'bullmq';

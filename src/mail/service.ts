@@ -6,7 +6,8 @@
 import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/service';
 import type { JobRun } from '../jobs/store';
-import { isTemplateName, render, type TemplatedMail } from './templates';
+import { UnrecoverableError } from '../jobs/kinds';
+import { isTemplateName, render, templateSecrets, type TemplatedMail } from './templates';
 import * as store from './store';
 
 export const MAIL_SEND_KIND = 'service.mail.send';
@@ -27,7 +28,11 @@ export class MailService {
 
   /** The job's work: renders with secrets, sends, and records the message with its secrets masked. */
   async deliver(payload: MailJobPayload, jobRunId: number): Promise<void> {
-    if (!isTemplateName(payload.template)) throw new Error(`unknown mail template ${String(payload.template)}`);
+    if (!isTemplateName(payload.template)) throw new UnrecoverableError(`unknown mail template ${String(payload.template)}`);
+    // An operator's retry of a run that had ended: its code was cleared with it, and a new code
+    // is the user's to ask for (no mail with a placeholder instead of the code).
+    const missing = templateSecrets[payload.template].filter((name) => !payload.secret?.[name as keyof typeof payload.secret]);
+    if (missing.length) throw new UnrecoverableError(`the message's ${missing.join(', ')} was cleared when its run ended; it cannot be sent again`);
     const mailer = this.s.platform.mailer;
     const { messageId } = await mailer.send({ to: payload.to, ...render(payload, true) }, jobRunId);
     const stored = render(payload, false);

@@ -52,6 +52,14 @@ export const templates = {
 };
 
 export type TemplateName = keyof typeof templates;
+
+/** The parameters of each template that are secrets (they travel under a run's `secret`). */
+export const templateSecrets: Record<TemplateName, string[]> = {
+  verifyEmail: ['code'],
+  passwordReset: ['code'],
+  passwordChanged: [],
+  test: [],
+};
 type ParamsOf<T extends TemplateName> = Parameters<(typeof templates)[T]>[0];
 
 /** What a mail job carries: the template, its plain parameters and, apart, its secrets. */

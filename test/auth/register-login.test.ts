@@ -248,12 +248,12 @@ describe('with registration open (SMTP server, workers)', () => {
     it('refuses HTML-form bodies (no login CSRF from a cross-site form)', async () => {
       const { email } = await account();
       const form = `email=${encodeURIComponent(email)}&password=${encodeURIComponent(PASSWORD)}`;
-      const login = await t.http.post('/v1/auth/login').type('form').set('Origin', 'https://evil.example').send(form).expect(400);
-      expect(login.body.code).toBe('malformed_body');
+      const login = await t.http.post('/v1/auth/login').type('form').set('Origin', 'https://evil.example').send(form).expect(415);
+      expect(login.body.code).toBe('unsupported_media_type');
       expect(login.headers['set-cookie']).toBeUndefined();
       const fresh = uniqueEmail();
-      const register = await t.http.post('/v1/auth/register').type('form').send(`email=${encodeURIComponent(fresh)}&password=${encodeURIComponent(PASSWORD)}`).expect(400);
-      expect(register.body.code).toBe('malformed_body');
+      const register = await t.http.post('/v1/auth/register').type('form').send(`email=${encodeURIComponent(fresh)}&password=${encodeURIComponent(PASSWORD)}`).expect(415);
+      expect(register.body.code).toBe('unsupported_media_type');
       expect(await t.ctx.db('users').where({ email: fresh }).first()).toBeUndefined();
     });
 
