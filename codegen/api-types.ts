@@ -5454,7 +5454,7 @@ export interface components {
         JobName: string;
         /**
          * Format: int64
-         * @description A job run id (an integer that grows with creation time; also the BullMQ job id).
+         * @description A job run id (an integer that grows with creation time; also the BullMQ job id), at most 2^53 - 1 (9007199254740991), the largest integer a JSON client reads exactly.
          * @example 4182
          */
         JobRunId: number;

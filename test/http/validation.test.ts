@@ -114,3 +114,19 @@ describe('NUL characters (PostgreSQL refuses U+0000 in text)', () => {
     }
   });
 });
+
+it('keeps job run ids to the integers the service reads exactly (1 to 2^53 - 1): 422 outside, 404 when unknown', async () => {
+  for (const [method, suffix] of [
+    ['get', ''],
+    ['post', '/cancel'],
+    ['post', '/retry'],
+  ] as const) {
+    for (const id of ['99999999999999999999', '9223372036854775807', '9007199254740992', '0']) {
+      const res = await t.http[method](`/ops/jobs/runs/${id}${suffix}`).set('Authorization', operatorAuth);
+      expect({ method, suffix, id, status: res.status }).toEqual({ method, suffix, id, status: 422 });
+      expect(errorsOf(res)).toEqual([expect.objectContaining({ location: 'path.id' })]);
+    }
+    const unknown = await t.http[method](`/ops/jobs/runs/9007199254740991${suffix}`).set('Authorization', operatorAuth);
+    expect({ method, suffix, status: unknown.status, code: unknown.body.code }).toEqual({ method, suffix, status: 404, code: 'not_found' });
+  }
+});
