@@ -52,7 +52,8 @@ export interface Config {
   };
   session: { idleTimeoutSeconds: number; absoluteLifetimeSeconds: number };
   operatorEmails: string[];
-  mail: { smtpUrl: string | null; from: string };
+  /** `transport`: `smtp` needs SMTP_URL; `log` sends nothing (production only with MAIL_TRANSPORT=log). */
+  mail: { smtpUrl: string | null; from: string; transport: 'smtp' | 'log' };
   /** Run job workers in this process (the API); `worker` mode runs them without HTTP. */
   runWorkers: boolean;
   /** Jobs each process runs at once per queue (JOB_CONCURRENCY_DEFAULT, _MAIL, _MAINTENANCE). */
@@ -84,6 +85,13 @@ function list(raw: string | undefined): string[] {
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+}
+
+function mailTransport(env: Env): 'smtp' | 'log' {
+  const raw = env.MAIL_TRANSPORT || (env.SMTP_URL ? 'smtp' : 'log');
+  if (raw !== 'smtp' && raw !== 'log') throw new ConfigError(`MAIL_TRANSPORT must be smtp or log, got "${raw}"`);
+  if (raw === 'smtp' && !env.SMTP_URL) throw new ConfigError('MAIL_TRANSPORT=smtp needs SMTP_URL');
+  return raw;
 }
 
 function trustProxy(raw: string | undefined): string | number | boolean {
@@ -130,7 +138,7 @@ export function loadConfig(env: Env = process.env): Config {
       absoluteLifetimeSeconds: int(env, 'SESSION_ABSOLUTE_LIFETIME_SECONDS', 90 * 24 * 3600),
     },
     operatorEmails: list(env.OPERATOR_EMAILS).map((e) => e.toLowerCase()),
-    mail: { smtpUrl: env.SMTP_URL || null, from: env.MAIL_FROM || 'Tenant API <no-reply@localhost>' },
+    mail: { smtpUrl: env.SMTP_URL || null, from: env.MAIL_FROM || 'Tenant API <no-reply@localhost>', transport: mailTransport(env) },
     runWorkers: env.RUN_WORKERS !== 'false',
     jobConcurrency: {
       // Handlers mostly wait on I/O, and the workers' row writes are batched: a high default.
@@ -151,6 +159,14 @@ export function loadConfig(env: Env = process.env): Config {
     if (!env.SESSION_SECRET || env.SESSION_SECRET.length < 32) missing.push('SESSION_SECRET (at least 32 characters)');
     if (!env.PUBLIC_BASE_URL) missing.push('PUBLIC_BASE_URL');
     if (missing.length) throw new ConfigError(`Missing required configuration in production: ${missing.join('; ')}`);
+    // Trusting every hop lets any client forge X-Forwarded-For and dodge the per-IP limits.
+    if (config.trustProxy === true) {
+      throw new ConfigError('TRUST_PROXY=true trusts every hop, so a forged X-Forwarded-For defeats the per-IP limits: give the number of proxies (e.g. 1) or their addresses/subnets (e.g. "10.0.0.0/8")');
+    }
+    // The log transport sends nothing: in production only when asked for by name.
+    if (config.mail.transport === 'log' && env.MAIL_TRANSPORT !== 'log') {
+      throw new ConfigError('No SMTP_URL: production does not silently drop mail. Set SMTP_URL, or MAIL_TRANSPORT=log to send nothing on purpose');
+    }
   }
   return config;
 }
