@@ -46,17 +46,26 @@ export class QueuesService {
   }
 
   /**
-   * Records the flag and its audit event in one transaction and applies it in Redis before the
-   * commit: if Redis is down nothing changes (503). Setting the current state again is a no-op.
+   * Applies the flag in Redis first, with no transaction open (Redis down: 503, nothing changes),
+   * then records it and its audit event in one transaction; if that fails, Redis is set back.
+   * Setting the current state again is a no-op. Postgres is what start-up re-applies to Redis.
    */
   private async setPaused(name: string, paused: boolean, by: By): Promise<QueueView> {
     const queue = knownQueue(name);
-    await this.s.transaction(async (tx) => {
-      if ((await lockQueueState(tx.db, queue)) === paused) return;
-      await writeQueueState(tx.db, queue, { paused, at: tx.now(), by: by.actor.id });
-      await tx.audit.record({ action: paused ? 'ops.queue.paused' : 'ops.queue.resumed', actor: by.actor, target: { kind: 'queue', id: queue }, meta: by.meta });
+    const before = (await pausedQueueNames(this.s.db)).has(queue);
+    if (before !== paused) {
       await this.s.platform.jobs.setPaused(queue, paused);
-    });
+      try {
+        await this.s.transaction(async (tx) => {
+          if ((await lockQueueState(tx.db, queue)) === paused) return;
+          await writeQueueState(tx.db, queue, { paused, at: tx.now(), by: by.actor.id });
+          await tx.audit.record({ action: paused ? 'ops.queue.paused' : 'ops.queue.resumed', actor: by.actor, target: { kind: 'queue', id: queue }, meta: by.meta });
+        });
+      } catch (err) {
+        await this.s.platform.jobs.setPaused(queue, before).catch(() => undefined);
+        throw err;
+      }
+    }
     return (await this.list()).find((q) => q.name === queue)!;
   }
 

@@ -12,7 +12,7 @@ type By = { actor: Actor; meta: RequestMeta };
 const PRUNE_BATCH = 1_000;
 
 export class JobRunsService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'transaction' | 'platform'>) {}
+  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'transaction' | 'platform' | 'audit'>) {}
 
   /** Newest first, a page at a time. */
   async list(filter: Omit<store.RunFilter, 'beforeId'>, opts: { limit?: number; cursor?: string }) {
@@ -53,11 +53,9 @@ export class JobRunsService {
     // even when the attempt stops before this answer is sent.
     const signalled = run.state === 'running' ? run : await this.get(id);
     if (store.FINAL_STATES.includes(signalled.state)) throw jobFinalized(signalled); // it ran to its end meanwhile
-    // The audit event commits only once the signal went out (Redis down: 503, nothing recorded).
-    await this.s.transaction(async (tx) => {
-      await tx.audit.record(cancelledEvent(run, 'running', by));
-      await jobs.broadcastCancel(id);
-    });
+    // The signal first, with no transaction open (Redis down: 503, nothing recorded), then its event.
+    await jobs.broadcastCancel(id);
+    await this.s.audit.record(cancelledEvent(run, 'running', by));
     const after = await this.get(id);
     if (store.WAITING_STATES.includes(after.state)) {
       // The attempt failed as the signal went out (it found no active job): cancel the wait at once.
