@@ -1,5 +1,6 @@
 // one_time_codes: the only file with SQL for one-time codes.
 import type { Knex } from 'knex';
+import { deleteInBatches } from '../platform/batches';
 
 export type CodePurpose = 'verify_email' | 'password_reset';
 
@@ -41,10 +42,5 @@ export async function useCode(db: Db, id: number, now: Date): Promise<boolean> {
 
 /** Deletes codes that expired before `before` (used ones included: they expire too). */
 export async function deleteExpiredCodes(db: Db, before: Date, batch: number): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const n = await db('one_time_codes').whereIn('id', db('one_time_codes').select('id').where('expires_at', '<', before).limit(batch)).delete();
-    total += n;
-    if (n < batch) return total;
-  }
+  return deleteInBatches(db, 'one_time_codes', (q) => q.where('expires_at', '<', before), batch);
 }

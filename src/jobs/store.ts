@@ -3,6 +3,7 @@
 import type { Knex } from 'knex';
 import type { ActorKind } from '../audit/store';
 import { prepared, runPrepared } from '../platform/prepared';
+import { deleteInBatches } from '../platform/batches';
 
 export type JobState = 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded';
 export const JOB_STATES: JobState[] = ['scheduled', 'available', 'running', 'retryable', 'completed', 'cancelled', 'discarded'];
@@ -363,12 +364,5 @@ export async function failuresSince(db: Db, since: Date): Promise<number> {
 
 /** Deletes finalized runs older than `before`, `batch` rows at a time; returns how many. */
 export async function deleteFinalizedBefore(db: Db, before: Date, batch: number): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const n = await db('job_runs')
-      .whereIn('id', db('job_runs').select('id').whereNotNull('finalized_at').where('finalized_at', '<', before).limit(batch))
-      .delete();
-    total += n;
-    if (n < batch) return total;
-  }
+  return deleteInBatches(db, 'job_runs', (q) => q.whereNotNull('finalized_at').where('finalized_at', '<', before), batch);
 }

@@ -1,6 +1,7 @@
 // mail_messages: the only file with SQL for mail records. Each record is what went out, with any
 // secret masked (see templates.ts); erased records keep only that a message was sent.
 import type { Knex } from 'knex';
+import { deleteInBatches } from '../platform/batches';
 
 type Db = Knex | Knex.Transaction;
 
@@ -32,12 +33,7 @@ export async function insertMailRecord(db: Db, record: MailRecord): Promise<void
 
 /** Deletes records sent before `before`, `batch` rows a statement; how many. */
 export async function deleteSentBefore(db: Db, before: Date, batch: number): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const n = await db('mail_messages').whereIn('id', db('mail_messages').select('id').where('sent_at', '<', before).limit(batch)).delete();
-    total += n;
-    if (n < batch) return total;
-  }
+  return deleteInBatches(db, 'mail_messages', (q) => q.where('sent_at', '<', before), batch);
 }
 
 /** Removes an address and the bodies sent to it from every record; how many. */

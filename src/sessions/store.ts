@@ -4,6 +4,7 @@ import type { Db } from '../platform/database';
 import { newId } from '../ids';
 import { prepared, runPrepared } from '../platform/prepared';
 import { hashToken, looksLikeToken, newSessionToken } from './tokens';
+import { deleteInBatches } from '../platform/batches';
 
 export interface SessionUser {
   id: string;
@@ -144,18 +145,5 @@ export async function revokeOtherSessions(db: Db | Knex.Transaction, userId: str
  * expiry or revoked (an idle-expired session goes at its absolute expiry). Returns how many.
  */
 export async function deleteDeadSessions(db: Db | Knex.Transaction, before: Date, batch: number): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const n = await db('sessions')
-      .whereIn(
-        'id',
-        db('sessions')
-          .select('id')
-          .where((q) => q.where('expires_at', '<', before).orWhere('revoked_at', '<', before))
-          .limit(batch),
-      )
-      .delete();
-    total += n;
-    if (n < batch) return total;
-  }
+  return deleteInBatches(db, 'sessions', (q) => q.where((w) => w.where('expires_at', '<', before).orWhere('revoked_at', '<', before)), batch);
 }
