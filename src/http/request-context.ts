@@ -1,4 +1,5 @@
-// Request ids (kept from a valid incoming X-Request-Id, else made) and one access-log line per request.
+// Request ids (kept from a valid incoming X-Request-Id, else made), Cache-Control: no-store under
+// /v1/auth/ and /ops/, and one access-log line per request.
 import type { Request, Response } from 'express';
 import type { Logger } from '../logger';
 import { newId } from '../ids';
@@ -13,6 +14,11 @@ export function requestContext(logger: Logger) {
     // Express derives req.ip (trust proxy, X-Forwarded-For) anew on every read: once here.
     res.locals.ip = req.ip ?? req.socket.remoteAddress ?? '';
     res.setHeader('X-Request-Id', requestId);
+    // Sessions, credentials and operator data are never kept by a cache: every answer under
+    // /v1/auth/ and /ops/, errors too. Set here, before anything can answer (the per-IP ceiling
+    // refuses before the router matches a route); two prefix compares, no allocation.
+    const url = req.url;
+    if (url.startsWith('/v1/auth/') || url.startsWith('/ops/')) res.setHeader('Cache-Control', 'no-store');
     // No listener at all when the access log is off.
     if (logger.isInfoEnabled()) {
       const start = process.hrtime.bigint();

@@ -46,7 +46,11 @@ export function assertMatchesContract(method: string, url: string, res: Response
   const requestId = res.headers['x-request-id'];
   if (!requestId || !/^req_[A-Za-z0-9_-]{8,64}$/.test(requestId)) fail(`missing or malformed X-Request-Id "${requestId}"`);
 
-  const template = matchPath(contract, method, new URL(url, 'http://x').pathname);
+  const urlPath = new URL(url, 'http://x').pathname;
+  if ((urlPath.startsWith('/v1/auth/') || urlPath.startsWith('/ops/')) && res.headers['cache-control'] !== 'no-store') {
+    fail(`Cache-Control is "${res.headers['cache-control']}", not no-store (every answer under /v1/auth/ and /ops/)`);
+  }
+  const template = matchPath(contract, method, urlPath);
   const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim();
   if (!template) {
     // No operation (unknown path or wrong method): must be a Problem.
@@ -88,6 +92,7 @@ export function assertMatchesContract(method: string, url: string, res: Response
     }
     if (h.schema?.type === 'integer' && !/^\d+$/.test(String(value))) fail(`header ${name} "${value}" is not an integer`);
     if (h.schema?.pattern && !new RegExp(h.schema.pattern).test(String(value))) fail(`header ${name} "${value}" does not match ${h.schema.pattern}`);
+    if (h.schema?.enum && !h.schema.enum.includes(String(value))) fail(`header ${name} "${value}" is not one of ${h.schema.enum.join(', ')}`);
   }
   if (res.status === 405 && !res.headers.allow) fail('405 without Allow');
 }
