@@ -6552,7 +6552,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description No such resource (or it is not visible to the caller). Codes: `not_found`. */
+        /** @description No such resource (or it is not visible to the caller), or no such path. Codes: `not_found`. */
         NotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -6566,6 +6566,28 @@ export interface components {
                  *       "status": 404,
                  *       "detail": "No such resource.",
                  *       "code": "not_found",
+                 *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The path exists but does not take this method; `Allow` lists those it takes. No operation documents it: any path of the contract can answer it. Codes: `method_not_allowed`. */
+        MethodNotAllowed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                /** @description The methods the path takes, comma-separated. */
+                Allow: string;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Method Not Allowed",
+                 *       "status": 405,
+                 *       "detail": "This path accepts POST.",
+                 *       "code": "method_not_allowed",
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */

@@ -40,7 +40,7 @@ function matchPath(contract: Contract, method: string, urlPath: string): string 
 
 export function assertMatchesContract(method: string, url: string, res: Response): void {
   const { contract } = state();
-  const fail = (why: string) => {
+  const fail = (why: string): never => {
     throw new Error(`${method.toUpperCase()} ${url} → ${res.status}: ${why}\nbody: ${JSON.stringify(res.body ?? res.text).slice(0, 2000)}`);
   };
   const requestId = res.headers['x-request-id'];
@@ -52,36 +52,46 @@ export function assertMatchesContract(method: string, url: string, res: Response
   }
   const template = matchPath(contract, method, urlPath);
   const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim();
-  if (!template) {
-    // No operation (unknown path or wrong method): must be a Problem.
-    if (![404, 405].includes(res.status)) fail('no operation matches and the status is not 404/405');
-    if (contentType !== 'application/problem+json') fail(`content type ${contentType} is not application/problem+json`);
-    const v = validatorFor(pointer('components', 'schemas', 'Problem'));
-    if (!v(res.body)) fail(`not a Problem: ${JSON.stringify(v.errors)}`);
-    return;
-  }
-  const m = method.toLowerCase();
-  const op = contract.document.paths[template][m];
   const status = String(res.status);
-  const key = op.responses[status] ? status : op.responses[`${status[0]}XX`] ? `${status[0]}XX` : op.responses.default ? 'default' : null;
-  if (!key) fail(`status ${status} is not documented for ${op.operationId}`);
-  let base = ['paths', template, m, 'responses', key!];
-  let response = op.responses[key!];
-  if (response.$ref) {
-    const name = response.$ref.split('/').pop();
-    base = ['components', 'responses', name];
-    response = contract.document.components.responses[name];
+  let name: string;
+  let base: string[];
+  let response: Record<string, any>;
+  if (!template) {
+    // No operation (unknown path or wrong method): the shared response for that status (x-status).
+    const shared = Object.entries<Record<string, any>>(contract.document.components.responses).find(([, r]) => String(r['x-status']) === status);
+    if (!shared) return fail(`no operation matches and no shared response has x-status ${status}`);
+    name = `components/responses/${shared[0]}`;
+    base = ['components', 'responses', shared[0]];
+    response = shared[1];
+  } else {
+    const m = method.toLowerCase();
+    const op = contract.document.paths[template][m];
+    const key = op.responses[status] ? status : op.responses[`${status[0]}XX`] ? `${status[0]}XX` : op.responses.default ? 'default' : null;
+    if (!key) return fail(`status ${status} is not documented for ${op.operationId}`);
+    name = `${op.operationId} ${status}`;
+    base = ['paths', template, m, 'responses', key];
+    response = op.responses[key];
+    if (response.$ref) {
+      const ref = response.$ref.split('/').pop();
+      base = ['components', 'responses', ref];
+      response = contract.document.components.responses[ref];
+    }
   }
   const content = response.content as Record<string, { schema?: unknown }> | undefined;
   if (!content) {
-    if (res.text && res.text.length > 0) fail(`${op.operationId} ${status} documents no body but one was sent`);
+    if (res.text && res.text.length > 0) fail(`${name} documents no body but one was sent`);
   } else {
     if (!content[contentType]) fail(`content type "${contentType}" not documented (${Object.keys(content).join(', ')})`);
     if (content[contentType]!.schema) {
       const body = contentType.endsWith('json') ? res.body : res.text;
       const v = validatorFor(pointer(...base, 'content', contentType, 'schema'));
-      if (!v(body)) fail(`body does not match ${op.operationId} ${status}: ${JSON.stringify(v.errors)}`);
+      if (!v(body)) fail(`body does not match ${name}: ${JSON.stringify(v.errors)}`);
     }
+  }
+  // A Problem's code is one the response lists, so a client can rely on the documented codes.
+  if (contentType === 'application/problem+json') {
+    const codes: string[] = response['x-problem-codes'] ?? [];
+    if (!codes.includes(res.body?.code)) fail(`code "${res.body?.code}" is not among the x-problem-codes of ${name} (${codes.join(', ')})`);
   }
   for (const [name, header] of Object.entries<Record<string, any>>(response.headers ?? {})) {
     const h = header.$ref ? contract.document.components.headers[header.$ref.split('/').pop()] : header;
