@@ -15,7 +15,8 @@ import addFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { AppContext } from '../app-context';
 import { compilePathMatcher, routingDocument, type OperationInfo } from './contract';
-import { AppError, isDependencyDown, problems, type ValidationIssue } from './problem';
+import { isDependencyDown, problems, type ValidationIssue } from './problem';
+import { defineErrors } from '../errors';
 import { authenticateBearer, authenticateCookie, checkCsrf, type AuthResult } from './authenticate';
 import type { HandlerContext, HandlerMap } from '../../handlers/types';
 import type { Caller } from '../sessions/store';
@@ -23,6 +24,10 @@ import type { Caller } from '../sessions/store';
 /** Tags whose operations never touch the database, so they answer while it is unavailable. */
 const DEPENDENCY_FREE_TAGS = new Set(['example', 'system']);
 const BODY_LIMIT = '1mb';
+
+const routerErrors = defineErrors('http', {
+  unsupportedMediaType: { code: 'unsupported_media_type', status: 415, detail: 'The operation does not take a body of this media type.' },
+});
 
 /**
  * One parser per media type an operation may declare. The router picks it from the request's
@@ -235,7 +240,7 @@ async function readBody(route: Route, req: Request, res: Response): Promise<void
   const parser = (raw !== undefined && route.parsers.get(raw)) || route.parsers.get(mediaTypeOf(raw));
   if (!parser) {
     const { detail, accept } = route.unsupportedMediaType;
-    throw new AppError('unsupported_media_type', 415, detail, { headers: { Accept: accept } });
+    throw routerErrors.unsupportedMediaType(detail, { headers: { Accept: accept } });
   }
   await runParser(parser, req, res);
 }
