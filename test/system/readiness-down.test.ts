@@ -3,10 +3,15 @@ import { freePort } from '../support/ports';
 import { signedInUser } from '../support/users';
 import { createDatabase } from '../../src/platform/database';
 
+/** The body without its request id (random characters that may hold any digits). */
+const bodyText = (body: Record<string, unknown>) => JSON.stringify({ ...body, request_id: undefined });
+
 describe('with Redis unreachable', () => {
   let t: TestApp;
+  let port: number;
   beforeAll(async () => {
-    t = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+    port = await freePort();
+    t = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${port}` });
   });
   afterAll(() => t.close());
 
@@ -16,7 +21,8 @@ describe('with Redis unreachable', () => {
     expect(res.body.checks.database.ok).toBe(true);
     expect(res.body.checks.redis).toEqual({ ok: false, latency_ms: null, error: 'unreachable' });
     // Which dependency is down, not the driver's message (no host, port or errno).
-    expect(JSON.stringify(res.body)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|connect|\d{4,5}/);
+    expect(bodyText(res.body)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|connect|Stream|enableOfflineQueue/);
+    expect(bodyText(res.body)).not.toContain(String(port));
     expect(res.headers['retry-after']).toBe('5');
     await t.http.get('/healthz').expect(200);
   });
@@ -38,7 +44,7 @@ describe('with the database unreachable', () => {
     expect(res.headers['retry-after']).toBeDefined();
     const ready = await t.http.get('/readyz').expect(503);
     expect(ready.body.checks.database).toEqual({ ok: false, latency_ms: null, error: 'unreachable' });
-    expect(JSON.stringify(ready.body)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|none|postgres/);
+    expect(bodyText(ready.body)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|none|postgres/);
   });
 
   it('answers 503 while migrations have not run yet', async () => {
