@@ -2837,10 +2837,11 @@ export interface components {
              */
             latency_ms: number | null;
             /**
-             * @description Why the check failed.
-             * @example connect ECONNREFUSED 127.0.0.1:6379
+             * @description Why the check failed, in fixed words (the driver's own message is logged, never returned).
+             * @example unreachable
+             * @enum {string}
              */
-            error?: string;
+            error?: "unreachable" | "timed out" | "migrations not applied yet";
         };
         /**
          * @description The state of each dependency.
@@ -2901,7 +2902,7 @@ export interface components {
          *         "redis": {
          *           "ok": false,
          *           "latency_ms": null,
-         *           "error": "connect ECONNREFUSED 127.0.0.1:6379"
+         *           "error": "unreachable"
          *         }
          *       }
          *     }
