@@ -150,9 +150,8 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         params,
         query,
         caller,
-        requestId: res.locals.requestId,
-        ip: res.locals.ip,
-        userAgent: req.get('user-agent') ?? null,
+        services: app.services,
+        meta: { requestId: res.locals.requestId, ip: res.locals.ip, userAgent: req.headers['user-agent'] ?? null },
         req,
         res,
       });
