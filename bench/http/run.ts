@@ -377,6 +377,7 @@ async function main(): Promise<void> {
       REDIS_URL: redisUrl,
       REDIS_PREFIX: prefix,
       RUN_WORKERS: 'false',
+      MAIL_TRANSPORT: 'log', // registrations queue mail; nothing is sent here
       LOG_LEVEL: 'warn',
       BCRYPT_COST: String(BCRYPT_COST),
       RATE_LIMIT_LOGIN_PER_MINUTE: UNLIMITED,
