@@ -1,5 +1,5 @@
 // The mail transport: SMTP through nodemailer when SMTP_URL is set, else a `log` transport that
-// only logs that a message went out (recipient and subject; never a body, which may hold a code).
+// only logs that a message went out: to whom, with which subject. Bodies (they may hold one-time codes) are never logged.
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Logger } from '../logger';
 
