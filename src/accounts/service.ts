@@ -133,7 +133,7 @@ export class AccountService {
     const newHash = await this.s.passwords.hash(input.newPassword);
     return this.s.transaction(async (tx) => {
       // Only if the password did not change meanwhile (a concurrent change or reset wins).
-      if (!(await store.replacePasswordHash(tx.db, user.id, user.passwordHash!, newHash))) {
+      if (!(await store.replacePasswordHash(tx.db, user.id, user.passwordHash!, newHash, tx.now()))) {
         throw accountErrors.invalidCredentials('The current password is wrong.');
       }
       const revoked = await tx.sessions.revokeAllOf(user.id, input.sessionId);

@@ -96,9 +96,14 @@ export async function createPasswordUser(
   return rows[0] ? toUserRow(rows[0]) : null;
 }
 
-/** Replaces the password hash only if it is still `oldHash` (a concurrent change wins). */
-export async function replacePasswordHash(db: Db, userId: string, oldHash: string, newHash: string): Promise<boolean> {
-  const n = await db('users').where({ id: userId, password_hash: oldHash }).update({ password_hash: newHash });
+/**
+ * Replaces the password hash only if it is still `oldHash` (a concurrent change wins). `changedAt`
+ * marks a change of password (a rehash at sign-in is not one).
+ */
+export async function replacePasswordHash(db: Db, userId: string, oldHash: string, newHash: string, changedAt?: Date): Promise<boolean> {
+  const n = await db('users')
+    .where({ id: userId, password_hash: oldHash })
+    .update({ password_hash: newHash, ...(changedAt ? { updated_at: changedAt } : {}) });
   return n > 0;
 }
 
