@@ -338,7 +338,9 @@ describe('serve with the database down at start', () => {
     expect(outage).toMatchObject({ level: 'error' });
     expect(outage.error).toMatch(/ECONNREFUSED|connect/i);
 
-    await sleep(3_000);
+    // It keeps retrying (a second attempt logged) instead of exiting: no crash loop.
+    const outageLine = 'database unreachable; requests that need it answer 503 until it is back';
+    await waitFor('a second migration attempt', () => proc.logs().filter((l) => l.message === outageLine).length >= 2, 10_000, proc);
     expect(proc.child.exitCode).toBeNull();
     expect(proc.child.signalCode).toBeNull();
 
