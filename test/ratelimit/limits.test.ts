@@ -1,0 +1,44 @@
+// Named rate limits against the real Redis: hit counts and refuses past the budget (429 with
+// Retry-After), peek reads without counting, refund gives one attempt back, reset forgets the
+// window; and none of them run on a transaction's services.
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { createRedis } from '../../src/platform/redis';
+import { Limits } from '../../src/ratelimit/limits';
+import { AppError } from '../../src/errors';
+import { waitFor } from '../support/wait';
+
+const config = loadConfig({ NODE_ENV: 'test', REDIS_PREFIX: `test:limits:${randomBytes(4).toString('hex')}:`, RATE_LIMIT_STEP_UP_PER_15_MINUTES: '2' });
+const redis = createRedis(config.redisUrl, createLogger('silent'));
+const limits = new Limits(redis, config);
+beforeAll(() => waitFor('redis', async () => redis.status === 'ready'));
+afterAll(() => redis.disconnect());
+
+it('hit counts, then refuses with 429 and a Retry-After within the window', async () => {
+  const attempt = { limit: 'step_up.user' as const, subject: 'usr_a' };
+  expect((await limits.hit(attempt))[0]).toMatchObject({ count: 1, spent: false });
+  expect((await limits.peek(attempt))).toMatchObject({ count: 2, spent: false }); // the next one would be the 2nd
+  await limits.hit(attempt);
+  expect(await limits.peek(attempt)).toMatchObject({ spent: true });
+  const refused = await limits.hit(attempt).catch((e) => e);
+  expect(refused).toBeInstanceOf(AppError);
+  expect(refused).toMatchObject({ code: 'rate_limited', status: 429 });
+  expect(Number(refused.extra.headers['Retry-After'])).toBeGreaterThan(0);
+  expect(Number(refused.extra.headers['Retry-After'])).toBeLessThanOrEqual(15 * 60);
+});
+
+it('refund gives one attempt back; reset forgets them all', async () => {
+  const attempt = { limit: 'step_up.user' as const, subject: 'usr_b' };
+  await limits.hit(attempt);
+  await limits.hit(attempt);
+  await limits.refund(attempt);
+  expect(await limits.peek(attempt)).toMatchObject({ count: 2, spent: false });
+  await limits.reset(attempt);
+  expect(await limits.peek(attempt)).toMatchObject({ count: 1, spent: false });
+});
+
+it('refuses to run inside a database transaction', async () => {
+  const inTransaction = new Limits(redis, config, true);
+  await expect(inTransaction.hit({ limit: 'step_up.user', subject: 'usr_c' })).rejects.toThrow(/inside a database transaction/);
+});
