@@ -198,11 +198,11 @@ export class AccountService {
    * personal data the service keeps elsewhere erased (mail records and job payloads lose the
    * address, the user's audit events their ip and user agent: the actor id stays, a pseudonym),
    * `auth.account.deleted` recorded, and the users row deleted (sessions and codes cascade), so
-   * the email can register again at once.
+   * the email can register again at once. Then the rate-limit windows that name it are dropped.
    */
   async deleteAccount(input: { userId: string; proofMethod: ProofMethod }, meta: RequestMeta): Promise<{ sessionsRevoked: number }> {
     const { userId } = input;
-    return this.s.transaction(async (tx) => {
+    const deleted = await this.s.transaction(async (tx) => {
       const user = await store.lockUser(tx.db, userId);
       // Deleted meanwhile by a concurrent request: its session is gone too, so answer as signed out.
       if (!user) throw commonErrors.unauthenticated();
@@ -218,8 +218,12 @@ export class AccountService {
         meta: { requestId: meta.requestId, ip: null, userAgent: null },
       });
       await store.deleteUser(tx.db, userId);
-      return { sessionsRevoked };
+      return { sessionsRevoked, email: user.email };
     });
+    // After the commit (Redis is never called inside a transaction): rate-limit windows keyed by
+    // the address or the user id. They expire within a day anyway; this makes it now.
+    await Promise.all([this.s.limits.forget(deleted.email), this.s.limits.forget(userId)]).catch(() => undefined);
+    return { sessionsRevoked: deleted.sessionsRevoked };
   }
 
   /** The `grant-operator` command: false when no account has that email. */

@@ -105,6 +105,16 @@ export class Limits {
     await this.redis.del(this.key(attempt));
   }
 
+  /**
+   * Erasure: deletes every window counted for `subject` (an address or a user id), so no key
+   * names it any more.
+   */
+  async forget(subject: string): Promise<void> {
+    this.assertOutsideTransaction();
+    const keys = (Object.keys(LIMITS) as LimitName[]).filter((l) => !l.endsWith('.ip')).map((limit) => this.key({ limit, subject }));
+    await this.redis.del(...keys);
+  }
+
   private state(limit: LimitName, rawCount: unknown, rawTtl: unknown): LimitState {
     const budget = this.budget(limit);
     const count = Number(rawCount ?? 0);

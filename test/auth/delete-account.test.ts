@@ -61,11 +61,15 @@ it('erases the address everywhere the service kept it: mail records, mail runs (
   await t.http.post('/v1/auth/verify-email/resend').set('Authorization', u.auth).set('User-Agent', 'jest').expect(202);
   await t.http.post('/ops/mail/test').set('Authorization', operator.auth).send({ to: address }).expect(202);
   await t.ctx.db('mail_messages').insert({ to: address, subject: 'Confirm your email address', text: 'x', html: 'x', transport: 'log' });
+  const limitKeys = async () => (await t.ctx.redis.keys(`${t.ctx.config.redisPrefix}rl:*`)).filter((k) => k.includes(address) || k.includes(u.userId));
+  expect(await limitKeys()).not.toEqual([]);
   const runsBefore = await t.ctx.db('job_runs').whereRaw("payload->>'to' = ?", [address]);
   expect(runsBefore).toHaveLength(2);
 
   await t.http.delete('/v1/auth/me').set('Authorization', u.auth).send({ password: PASSWORD }).expect(204);
 
+  // Rate-limit windows named the address (the resend) and the user id (the proof): gone too.
+  expect(await limitKeys()).toEqual([]);
   const runs = await t.ctx.db('job_runs').whereIn('id', runsBefore.map((r: any) => r.id));
   for (const run of runs) expect(run).toMatchObject({ state: 'cancelled', payload: { to: '[erased]' } });
   expect(await t.ctx.db('mail_messages').where({ to: address })).toEqual([]);
