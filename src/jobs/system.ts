@@ -76,15 +76,8 @@ export class JobSystem<App = unknown> {
       onConfigChanged: () => this.onConfigChanged(),
     });
     this.workers = new Workers({
-      db,
-      redisUrl,
-      prefix,
-      registry,
-      app: opts.app,
-      logger,
-      now,
+      ...opts,
       timing,
-      concurrency: opts.concurrency,
       schedules: this.schedules,
       cancelRequested: (runId) => this.signals.cancelRequested(runId),
     });

@@ -3,32 +3,23 @@
 // aborts on timeout and on cancel, and ends the row `completed`, `retryable`, `discarded` or
 // `cancelled`. Starts and completions are written in batches (see WriteBatcher).
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Knex } from 'knex';
-import type { Logger } from '../logger';
-import { QUEUES, type QueueName } from './config';
+import { QUEUES } from './config';
+import type { JobSystemOptions } from './system';
 import { formatDuration } from './duration';
 import { errorMessage } from './errors';
-import type { JobRegistry } from './kinds';
 import type { Schedules } from './schedules';
 import * as store from './store';
 import { backoffDelay, type JobTiming } from './timing';
 import { WriteBatcher } from './write-batcher';
 import { bullJobId } from './bull';
 
-export interface WorkersDeps<App> {
-  db: Knex;
-  redisUrl: string;
-  prefix: string;
-  registry: JobRegistry<App>;
-  app: () => App;
-  logger: Logger;
-  now: () => Date;
+/** What the job system was built with (its timing resolved), and the two parts workers call. */
+export type WorkersDeps<App> = Omit<JobSystemOptions<App>, 'timing'> & {
   timing: JobTiming;
-  concurrency: Record<QueueName, number>;
   schedules: Pick<Schedules, 'tickOf' | 'fire'>;
   /** Whether an operator asked (on any instance) to cancel the run. */
   cancelRequested: (runId: number) => Promise<boolean>;
-}
+};
 
 export class Workers<App> {
   private readonly workers: Worker[] = [];
