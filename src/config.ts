@@ -23,6 +23,13 @@ export interface Config {
   appOrigins: string[];
   /** Empty: start an embedded PostgreSQL with its data under `dataDir`. */
   databaseUrl: string | null;
+  /**
+   * The role requests run as: subject to row-level security (not the tables' owner, not a
+   * superuser, not BYPASSRLS). With DATABASE_APP_URL unset the service creates and maintains the
+   * role `role` itself (its password derived from SESSION_SECRET); set DATABASE_APP_URL when an
+   * operator manages that role.
+   */
+  databaseApp: { url: string | null; role: string };
   databasePoolMax: number;
   dataDir: string;
   embeddedPostgresPort: number;
@@ -94,6 +101,11 @@ function mailTransport(env: Env): 'smtp' | 'log' {
   return raw;
 }
 
+function roleName(raw: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(raw)) throw new ConfigError(`DATABASE_APP_ROLE must be a lower-case PostgreSQL identifier, got "${raw}"`);
+  return raw;
+}
+
 function trustProxy(raw: string | undefined): string | number | boolean {
   if (raw === undefined || raw === '' || raw === 'false') return false;
   if (raw === 'true') return true;
@@ -112,6 +124,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl,
     appOrigins: list(env.APP_ORIGINS).length ? list(env.APP_ORIGINS) : [new URL(publicBaseUrl).origin],
     databaseUrl: env.DATABASE_URL || null,
+    databaseApp: { url: env.DATABASE_APP_URL || null, role: roleName(env.DATABASE_APP_ROLE || 'tenant_api_app') },
     databasePoolMax: int(env, 'DATABASE_POOL_MAX', 10),
     dataDir: path.resolve(env.DATA_DIR ?? '.data'),
     embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329),

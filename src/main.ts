@@ -7,6 +7,7 @@ import http from 'node:http';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { createDatabase, migrateLatest, type Db } from './platform/database';
+import { appDatabaseUrl, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from './platform/database-roles';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
 import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
@@ -14,21 +15,33 @@ import { createApp } from './app';
 import { grantOperator } from './accounts/store';
 import type { AppContext } from './app-context';
 
-async function openDatabase(config: Config, logger: Logger): Promise<{ db: Db; embedded: EmbeddedDatabase | null }> {
+/**
+ * The owner's pool (migrations, role grants: a small one, closed once they are done) and the
+ * pool requests use, connected as the role row-level security applies to.
+ */
+async function openDatabase(config: Config, logger: Logger): Promise<{ owner: Db; db: Db; embedded: EmbeddedDatabase | null }> {
   let url = config.databaseUrl;
   let embedded: EmbeddedDatabase | null = null;
   if (!url) {
     embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, logger);
     url = embedded.url;
   }
-  return { db: createDatabase(url, config.databasePoolMax, logger), embedded };
+  return { owner: createDatabase(url, 1, logger), db: createDatabase(appDatabaseUrl(config, url), config.databasePoolMax, logger), embedded };
+}
+
+/** As the owner: migrations, then the application role and its grants. */
+async function prepareDatabase(owner: Db, config: Config, logger: Logger): Promise<void> {
+  await migrateLatest(owner, logger);
+  await provisionAppRole(owner, config, logger);
 }
 
 /** Applies migrations, retrying while the database is unreachable (no crash loop). */
-async function migrateWhenReachable(app: AppContext, stopped: () => boolean, onReady: () => Promise<void>): Promise<void> {
+async function migrateWhenReachable(app: AppContext, owner: Db, stopped: () => boolean, onReady: () => Promise<void>): Promise<void> {
   for (let attempt = 1; !stopped(); attempt++) {
     try {
-      await migrateLatest(app.db, app.logger);
+      await prepareDatabase(owner, app.config, app.logger);
+      await assertSubjectToPolicies(app.db);
+      await owner.destroy();
       const granted = await app.services.accounts.grantOperatorsByEmail(app.config.operatorEmails);
       if (granted) app.logger.info('operators granted from OPERATOR_EMAILS', { count: granted });
       app.state.databaseReady = true;
@@ -36,6 +49,8 @@ async function migrateWhenReachable(app: AppContext, stopped: () => boolean, onR
       await onReady();
       return;
     } catch (err) {
+      // A role that would bypass the policies, or one the service may not create: no retry helps.
+      if (err instanceof DatabaseRoleError) throw err;
       const delay = Math.min(1000 * attempt, 10_000);
       app.logger.error('database unreachable; requests that need it answer 503 until it is back', {
         error: err instanceof Error ? err.message : String(err),
@@ -47,7 +62,7 @@ async function migrateWhenReachable(app: AppContext, stopped: () => boolean, onR
 }
 
 async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Promise<void> {
-  const { db, embedded } = await openDatabase(config, logger);
+  const { owner, db, embedded } = await openDatabase(config, logger);
   const redis = createRedis(config.redisUrl, logger);
   const app = buildAppContext({ config, logger, db, redis });
   const server = http.createServer(mode === 'api' ? createApp(app) : (_req, res) => res.writeHead(404).end());
@@ -58,11 +73,14 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
     if (stopping) res.setHeader('Connection', 'close');
   });
-  void migrateWhenReachable(app, () => stopping, async () => {
+  migrateWhenReachable(app, owner, () => stopping, async () => {
     void app.services.passwords.dummyHash(); // made now, so the first unknown-email sign-in is not slower than others
     await app.jobs.init();
     await app.services.queues.reapplyStates().catch((err: unknown) => logger.error('could not re-apply queue pauses to redis', { error: String(err) }));
     if (mode === 'worker' || config.runWorkers) await app.jobs.startWorkers();
+  }).catch((err: unknown) => {
+    logger.error('cannot serve', { error: err instanceof Error ? err.message : String(err) });
+    process.exit(1);
   });
   if (mode === 'api') await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   logger.info(mode === 'api' ? 'listening' : 'worker started', {
@@ -100,13 +118,14 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
-async function withDatabase<T>(config: Config, logger: Logger, fn: (db: Db) => Promise<T>): Promise<T> {
-  const { db, embedded } = await openDatabase(config, logger);
+/** Commands that run as the owner (migrations, operator grants) and exit. */
+async function withDatabase<T>(config: Config, logger: Logger, fn: (owner: Db) => Promise<T>): Promise<T> {
+  const { owner, db, embedded } = await openDatabase(config, logger);
   try {
-    await migrateLatest(db, logger);
-    return await fn(db);
+    await prepareDatabase(owner, config, logger);
+    return await fn(owner);
   } finally {
-    await db.destroy();
+    await Promise.all([owner.destroy(), db.destroy()]);
     if (embedded) await embedded.stop();
   }
 }
@@ -121,7 +140,7 @@ async function main(argv: string[]): Promise<void> {
     case 'worker':
       return serve(config, logger, 'worker');
     case 'migrate':
-      await withDatabase(config, logger, (db) => migrateLatest(db, logger));
+      await withDatabase(config, logger, async () => undefined);
       return;
     case 'grant-operator': {
       const email = args[0];
@@ -137,7 +156,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  if (err instanceof ConfigError) {
+  if (err instanceof ConfigError || err instanceof DatabaseRoleError) {
     process.stderr.write(`${err.message}\n`);
   } else {
     process.stderr.write(`Start-up failed: ${err instanceof Error ? err.stack : String(err)}\n`);

@@ -8,6 +8,7 @@ import { assertMatchesContract } from './contract-validator';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
 import { createDatabase } from '../../src/platform/database';
+import { appDatabaseUrl } from '../../src/platform/database-roles';
 import { createRedis } from '../../src/platform/redis';
 import { buildAppContext } from '../../src/app-context-factory';
 import type { JobKind } from '../../src/jobs/kinds';
@@ -58,7 +59,8 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     ...overrides,
   });
   const logger = options.logger ?? createLogger(config.logLevel);
-  const db = createDatabase(config.databaseUrl!, 5, logger);
+  // Requests run as the application role, as in production (row-level security applies).
+  const db = createDatabase(appDatabaseUrl(config, config.databaseUrl!), 5, logger);
   const redis = createRedis(config.redisUrl, logger);
   const clock = {
     now: new Date(),
@@ -93,7 +95,7 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
   const ctx = buildAppContext({
     config,
     logger: t.ctx.logger,
-    db: createDatabase(config.databaseUrl!, 2),
+    db: createDatabase(appDatabaseUrl(config, config.databaseUrl!), 2),
     redis: createRedis(config.redisUrl, t.ctx.logger),
     now: t.ctx.now,
     extraJobKinds: options.jobKinds,

@@ -1,0 +1,200 @@
+import type { Knex } from 'knex';
+
+// The tenants: organisations, their memberships, invitations and projects, behind two walls.
+// The first is the application's own queries (each names its organisation). The second is
+// row-level security: the service connects as a role that is not the owner of these tables, and
+// each request's transaction says who is acting (`app.user_id`) and, under /v1/orgs/{orgId}, in
+// which organisation (`app.org_id`) with set_config(…, true). A row is visible only to members of
+// its organisation, and only in the organisation of the path when there is one, so a query that
+// forgets its filter still returns nothing of another tenant.
+//
+// The helper functions that read memberships run as their owner (SECURITY DEFINER, fixed
+// search_path): a policy on memberships cannot query memberships itself without recursing.
+// Policies call them as `(select f())`, an InitPlan evaluated once per statement, not per row.
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(`
+    create table organisations (
+      id text primary key,                    -- org_<ulid>
+      name text not null,
+      slug text not null,
+      created_by text not null,               -- the founder's user id (kept as a pseudonym after account deletion)
+      member_count integer not null default 0, -- kept in step by every membership change, in its transaction
+      created_at timestamptz not null default now(),
+      updated_at timestamptz not null default now(),
+      deleted_at timestamptz
+    );
+    -- Slugs stay reserved while an organisation is soft-deleted, until the purge.
+    create unique index organisations_slug_key on organisations (slug);
+    create index organisations_deleted_at_idx on organisations (deleted_at) where deleted_at is not null;
+
+    create table memberships (
+      org_id text not null references organisations (id) on delete cascade,
+      user_id text not null references users (id) on delete cascade,
+      role text not null check (role in ('owner', 'admin', 'member')),
+      created_at timestamptz not null default now(),
+      primary key (org_id, user_id)
+    );
+    -- A user's organisations, newest first; and the policy helper's lookup.
+    create index memberships_user_id_org_id_idx on memberships (user_id, org_id desc) include (role);
+    -- Members of an organisation, oldest membership first.
+    create index memberships_org_id_created_at_idx on memberships (org_id, created_at, user_id);
+
+    create table invitations (
+      id text primary key,                    -- inv_<ulid>
+      org_id text not null references organisations (id) on delete cascade,
+      email text not null,                    -- lower-cased
+      role text not null check (role in ('admin', 'member')),
+      token_hash bytea not null,              -- sha-256 of the token; the token is only in the mailed link
+      invited_by text not null,               -- user id (kept as a pseudonym after account deletion)
+      created_at timestamptz not null default now(),
+      expires_at timestamptz not null,
+      accepted_at timestamptz,
+      accepted_by text,
+      revoked_at timestamptz
+    );
+    create unique index invitations_token_hash_key on invitations (token_hash);
+    -- At most one unanswered invitation per address and organisation (expired ones are closed
+    -- by the next invitation to the address).
+    create unique index invitations_open_email_key on invitations (org_id, email) where accepted_at is null and revoked_at is null;
+    -- Open invitations of an organisation, newest first.
+    create index invitations_open_org_id_id_idx on invitations (org_id, id desc) where accepted_at is null and revoked_at is null;
+
+    create table projects (
+      id text primary key,                    -- prj_<ulid>
+      org_id text not null references organisations (id) on delete cascade,
+      name text not null,                     -- trimmed
+      description text,
+      created_by text not null,               -- user id (kept as a pseudonym after account deletion)
+      created_at timestamptz not null default now(),
+      updated_at timestamptz not null default now()
+    );
+    create unique index projects_org_id_name_key on projects (org_id, lower(name));
+    -- Projects of an organisation, newest first (ids sort by creation time).
+    create index projects_org_id_id_idx on projects (org_id, id desc);
+
+    create function app_user_id() returns text language sql stable
+      as $$ select nullif(current_setting('app.user_id', true), '') $$;
+    create function app_org_id() returns text language sql stable
+      as $$ select nullif(current_setting('app.org_id', true), '') $$;
+
+    -- The organisations the acting user belongs to.
+    create function app_member_org_ids() returns text[] language sql stable security definer
+      set search_path = pg_catalog, public
+      as $$ select coalesce(array_agg(org_id), '{}') from memberships where user_id = nullif(current_setting('app.user_id', true), '') $$;
+
+    -- Whether the acting user may insert their own membership with this role: as the founder of
+    -- an organisation that has no members yet (its first owner), or through the open, unexpired
+    -- invitation named by app.invitation_id, addressed to the user's verified email.
+    create function app_may_join(target_org text, target_role text) returns boolean language sql stable security definer
+      set search_path = pg_catalog, public
+      as $$
+        select (
+          target_role = 'owner'
+          and exists (select 1 from organisations o where o.id = target_org and o.created_by = nullif(current_setting('app.user_id', true), ''))
+          and not exists (select 1 from memberships m where m.org_id = target_org)
+        ) or exists (
+          select 1
+          from invitations i
+          join users u on u.id = nullif(current_setting('app.user_id', true), '')
+          where i.id = nullif(current_setting('app.invitation_id', true), '')
+            and i.org_id = target_org and i.role = target_role
+            and i.accepted_at is null and i.revoked_at is null and i.expires_at > now()
+            and u.email_verified_at is not null and i.email = lower(u.email)
+        )
+      $$;
+
+    -- The invitation a token names, found before its reader is a member (accept). Only the
+    -- columns accept needs; a caller must already hold the token to learn anything.
+    create function app_invitation_by_token_hash(hash bytea)
+      returns table (id text, org_id text, email text, role text, expires_at timestamptz, accepted_at timestamptz, revoked_at timestamptz, org_deleted_at timestamptz)
+      language sql stable security definer
+      set search_path = pg_catalog, public
+      as $$
+        select i.id, i.org_id, i.email, i.role, i.expires_at, i.accepted_at, i.revoked_at, o.deleted_at
+        from invitations i join organisations o on o.id = i.org_id
+        where i.token_hash = hash
+      $$;
+
+    -- Retention: removes up to batch_size rows belonging to organisations soft-deleted before
+    -- cutoff (projects first, then invitations and memberships, then the organisations), so no
+    -- statement holds long locks; returns how many rows went. Called until it returns 0.
+    create function app_purge_deleted_organisations(cutoff timestamptz, batch_size integer) returns integer
+      language plpgsql volatile security definer
+      set search_path = pg_catalog, public
+      as $$
+      declare
+        removed integer;
+      begin
+        delete from projects where ctid = any (array(
+          select p.ctid from projects p join organisations o on o.id = p.org_id
+          where o.deleted_at < cutoff limit batch_size));
+        get diagnostics removed = row_count;
+        if removed > 0 then return removed; end if;
+        delete from invitations where ctid = any (array(
+          select i.ctid from invitations i join organisations o on o.id = i.org_id
+          where o.deleted_at < cutoff limit batch_size));
+        get diagnostics removed = row_count;
+        if removed > 0 then return removed; end if;
+        delete from memberships where ctid = any (array(
+          select m.ctid from memberships m join organisations o on o.id = m.org_id
+          where o.deleted_at < cutoff limit batch_size));
+        get diagnostics removed = row_count;
+        if removed > 0 then return removed; end if;
+        delete from organisations where id = any (array(
+          select o.id from organisations o where o.deleted_at < cutoff limit batch_size));
+        get diagnostics removed = row_count;
+        return removed;
+      end
+      $$;
+
+    alter table organisations enable row level security;
+    alter table memberships enable row level security;
+    alter table invitations enable row level security;
+    alter table projects enable row level security;
+
+    -- Organisations: members see theirs; anyone signed in may found one (as its creator). No
+    -- delete policy: organisations are soft-deleted, and purged only by the function above.
+    create policy organisations_member on organisations for select
+      using (id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or id = (select app_org_id())));
+    create policy organisations_member_update on organisations for update
+      using (id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or id = (select app_org_id())))
+      with check (id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or id = (select app_org_id())));
+    create policy organisations_found on organisations for insert
+      with check (created_by = (select app_user_id()));
+
+    -- Memberships: readable, changeable and removable within the member's organisations; a new
+    -- one only for oneself, as founder or through an invitation (app_may_join).
+    create policy memberships_member on memberships for select
+      using (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())));
+    create policy memberships_member_update on memberships for update
+      using (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())))
+      with check (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())));
+    create policy memberships_member_delete on memberships for delete
+      using (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())));
+    create policy memberships_join on memberships for insert
+      with check (user_id = (select app_user_id()) and app_may_join(org_id, role));
+
+    -- Invitations and projects: everything within the member's organisation.
+    create policy invitations_member on invitations for all
+      using (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())))
+      with check (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())));
+    create policy projects_member on projects for all
+      using (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())))
+      with check (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())));
+  `);
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw(`
+    drop table projects;
+    drop table invitations;
+    drop table memberships;
+    drop table organisations;
+    drop function app_purge_deleted_organisations(timestamptz, integer);
+    drop function app_invitation_by_token_hash(bytea);
+    drop function app_may_join(text, text);
+    drop function app_member_org_ids();
+    drop function app_org_id();
+    drop function app_user_id();
+  `);
+}

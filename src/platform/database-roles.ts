@@ -1,0 +1,94 @@
+// Two database roles. The owner (DATABASE_URL, or the embedded server's superuser) runs the
+// migrations and owns the tables; requests run as the application role, which row-level security
+// applies to. Left to itself the service creates that role and keeps its grants current at every
+// start; with DATABASE_APP_URL an operator manages the role and the service only grants.
+import { createHmac } from 'node:crypto';
+import { escapeIdentifier, escapeLiteral } from 'pg';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import type { Db } from './database';
+
+/** The application role's password when the service manages the role: stable across instances. */
+function derivedPassword(config: Config): string {
+  return createHmac('sha256', config.sessionSecret).update(`database-app-role:${config.databaseApp.role}`).digest('base64url');
+}
+
+/** Where requests connect: DATABASE_APP_URL, else the owner's URL with the application role's credentials. */
+export function appDatabaseUrl(config: Config, ownerUrl: string): string {
+  if (config.databaseApp.url) return config.databaseApp.url;
+  const url = new URL(ownerUrl);
+  url.username = config.databaseApp.role;
+  url.password = derivedPassword(config);
+  return url.toString();
+}
+
+export class DatabaseRoleError extends Error {}
+
+const CONCURRENT_UPDATE = /tuple concurrently updated|already exists/;
+
+/** Runs a role statement, retrying when another instance changes the same role at that moment. */
+async function roleStatement(owner: Db, sql: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await owner.raw(sql);
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !CONCURRENT_UPDATE.test(String((err as Error).message))) throw err;
+      await new Promise((r) => setTimeout(r, 20 * attempt));
+    }
+  }
+}
+
+/**
+ * After the migrations, as the owner: makes sure the application role exists and can log in
+ * (unless DATABASE_APP_URL says an operator manages it), then grants it the rows of every table
+ * but not the migration bookkeeping. Idempotent; safe with several instances starting at once.
+ */
+export async function provisionAppRole(owner: Db, config: Config, logger?: Logger): Promise<void> {
+  const role = config.databaseApp.url ? decodeURIComponent(new URL(config.databaseApp.url).username) : config.databaseApp.role;
+  const ident = escapeIdentifier(role);
+  if (!config.databaseApp.url) {
+    const { rows } = await owner.raw<{ rows: unknown[] }>('select 1 from pg_roles where rolname = ?', [role]);
+    const password = escapeLiteral(derivedPassword(config));
+    try {
+      await roleStatement(
+        owner,
+        rows.length
+          ? `alter role ${ident} with login nosuperuser nobypassrls password ${password}`
+          : `create role ${ident} with login nosuperuser nobypassrls nocreatedb nocreaterole password ${password}`,
+      );
+    } catch (err) {
+      throw new DatabaseRoleError(
+        `Could not create or update the database role "${role}" (${(err as Error).message}). Either give the DATABASE_URL user CREATEROLE, ` +
+          `or create a role yourself (LOGIN, NOSUPERUSER, NOBYPASSRLS) and set DATABASE_APP_URL to connect as it.`,
+      );
+    }
+    if (!rows.length) logger?.info('database role created for requests', { role });
+  }
+  await owner.raw(`
+    grant usage on schema public to ${ident};
+    grant select, insert, update, delete on all tables in schema public to ${ident};
+    grant usage, select, update on all sequences in schema public to ${ident};
+    revoke all on knex_migrations, knex_migrations_lock from ${ident};
+  `);
+}
+
+/**
+ * Refuses to serve when the connection requests use would bypass row-level security: a
+ * superuser, a BYPASSRLS role, or the owner of the tenant tables.
+ */
+export async function assertSubjectToPolicies(db: Db): Promise<void> {
+  const { rows } = await db.raw<{ rows: { role: string; rolsuper: boolean; rolbypassrls: boolean; owner: boolean }[] }>(`
+    select current_user as role, r.rolsuper, r.rolbypassrls,
+           exists (select 1 from pg_tables t where t.tablename = 'organisations' and pg_has_role(current_user, t.tableowner, 'usage')) as owner
+    from pg_roles r where r.rolname = current_user`);
+  const me = rows[0];
+  if (!me) throw new DatabaseRoleError('Could not read the attributes of the database role requests use.');
+  const why = me.rolsuper ? 'is a superuser' : me.rolbypassrls ? 'has BYPASSRLS' : me.owner ? 'owns the tenant tables' : null;
+  if (why) {
+    throw new DatabaseRoleError(
+      `The database role requests use ("${me.role}") ${why}, so row-level security would not apply to it. ` +
+        'Point DATABASE_APP_URL at a role with LOGIN, NOSUPERUSER, NOBYPASSRLS that does not own the tables (or unset it to let the service manage one).',
+    );
+  }
+}
