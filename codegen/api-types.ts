@@ -1392,11 +1392,13 @@ export interface paths {
          * @description Joins the organisation with the role of the invitation whose token (from the emailed
          *     link) is given, and answers the organisation and the new membership. The caller must be
          *     signed in with a verified email (403 `email_not_verified`) equal, case-insensitively, to
-         *     the invited address (403 `invitation_email_mismatch`). A token that is unknown, expired,
-         *     revoked, already used, or whose organisation is deleted answers 404
-         *     `invitation_not_found` (one code for all, so nothing is learned by guessing). A caller who
-         *     is already a member answers 409 `already_member` and the invitation stays open. The token
-         *     is single use. Audit event: `org.invitation.accepted`.
+         *     the invited address (403 `invitation_email_mismatch`). A token that matches no invitation
+         *     answers 404 `invitation_not_found`. A real token that can no longer be used answers 410
+         *     with a code that says why, so the app can tell its user what to do: `invitation_expired`
+         *     (older than 7 days: ask for a new one), `invitation_revoked` (withdrawn by the
+         *     organisation, or the organisation was deleted), `invitation_used` (already accepted). A
+         *     caller who is already a member answers 409 `already_member` and the invitation stays open.
+         *     The token is single use. Audit event: `org.invitation.accepted`.
          */
         post: operations["acceptInvitation"];
         delete?: never;
@@ -9591,7 +9593,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token is unknown, expired, revoked or already used, or the organisation was deleted. Codes: `invitation_not_found`. */
+            /** @description No invitation has this token. Codes: `invitation_not_found`. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -9603,6 +9605,16 @@ export interface operations {
             };
             /** @description The caller is already a member of the organisation. Codes: `already_member`. */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The invitation exists but can no longer be accepted. Codes: `invitation_expired`, `invitation_revoked`, `invitation_used`. */
+            410: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;

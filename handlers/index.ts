@@ -5,6 +5,10 @@ import { opsQueuesHandlers } from './ops-queues';
 import { opsMailHandlers } from './ops-mail';
 import { authHandlers } from './auth';
 import { sessionsHandlers } from './sessions';
+import { orgsHandlers } from './orgs';
+import { membersHandlers } from './members';
+import { invitationsHandlers } from './invitations';
+import { projectsHandlers } from './projects';
 import { ping } from './example/ping';
 import { echo } from './example/echo';
 import { getVersion } from './system/getVersion';
@@ -30,6 +34,10 @@ export const handlers: HandlerMap = {
   ...opsMailHandlers,
   ...authHandlers,
   ...sessionsHandlers,
+  ...orgsHandlers,
+  ...membersHandlers,
+  ...invitationsHandlers,
+  ...projectsHandlers,
 };
 
 /**

@@ -21,6 +21,8 @@ export interface Config {
   publicBaseUrl: string;
   /** Origins allowed to make cookie-authenticated unsafe requests (CSRF check). */
   appOrigins: string[];
+  /** The app page that accepts invitations; the mailed link is this URL with `#token=…` (a fragment: never sent to a server, never in access logs). */
+  invitationUrl: string;
   /** Empty: start an embedded PostgreSQL with its data under `dataDir`. */
   databaseUrl: string | null;
   /**
@@ -123,6 +125,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     publicBaseUrl,
     appOrigins: list(env.APP_ORIGINS).length ? list(env.APP_ORIGINS) : [new URL(publicBaseUrl).origin],
+    invitationUrl: env.INVITATION_URL || `${list(env.APP_ORIGINS)[0] ?? new URL(publicBaseUrl).origin}/invitations/accept`,
     databaseUrl: env.DATABASE_URL || null,
     databaseApp: { url: env.DATABASE_APP_URL || null, role: roleName(env.DATABASE_APP_ROLE || 'tenant_api_app') },
     databasePoolMax: int(env, 'DATABASE_POOL_MAX', 10),

@@ -25,6 +25,10 @@ import { PasswordResetService } from './accounts/password-reset';
 import { JobRunsService } from './jobs/runs';
 import { QueuesService } from './jobs/queues';
 import { JobDefinitionsService } from './jobs/definitions';
+import { OrgService } from './orgs/service';
+import { InvitationService } from './orgs/invitations';
+import { ProjectService } from './projects/service';
+import { setTenantContext, type TenantContext } from './platform/tenant-context';
 
 /** A database handle: the pool, or one open transaction. */
 export type Executor = Knex | Knex.Transaction;
@@ -38,7 +42,7 @@ export class Services {
   constructor(
     readonly platform: Platform,
     /** The open transaction these services run in; null: the pool. */
-    private readonly trx: Knex.Transaction | null = null,
+    readonly trx: Knex.Transaction | null = null,
     /** Runs enqueued in this transaction, handed over after commit; null outside a transaction. */
     private readonly pendingRuns: JobRun[] | null = null,
   ) {}
@@ -74,6 +78,18 @@ export class Services {
     const result = await this.platform.db.transaction((trx) => fn(new Services(this.platform, trx, pending)));
     if (pending.length) await this.platform.jobs.handOver(pending);
     return result;
+  }
+
+  /**
+   * `transaction`, with row-level security told who is acting (and in which organisation): every
+   * read or write of tenant data goes through here. Called on a transaction's services, it
+   * changes the acting context for the rest of that transaction.
+   */
+  actingAs<T>(who: TenantContext, fn: (tx: Services) => Promise<T>): Promise<T> {
+    return this.transaction(async (tx) => {
+      await setTenantContext(tx.trx!, who);
+      return fn(tx);
+    });
   }
 
   /** Called by the outbox for every run it writes in this scope. */
@@ -142,5 +158,17 @@ export class Services {
 
   get jobDefinitions(): JobDefinitionsService {
     return this.once('jobDefinitions', () => new JobDefinitionsService(this));
+  }
+
+  get orgs(): OrgService {
+    return this.once('orgs', () => new OrgService(this));
+  }
+
+  get invitations(): InvitationService {
+    return this.once('invitations', () => new InvitationService(this));
+  }
+
+  get projects(): ProjectService {
+    return this.once('projects', () => new ProjectService(this));
   }
 }

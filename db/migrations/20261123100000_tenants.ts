@@ -115,6 +115,12 @@ export async function up(knex: Knex): Promise<void> {
         where i.token_hash = hash
       $$;
 
+    -- Slugs are unique across every organisation, but a user sees only theirs: this says which
+    -- of base, base-2, base-3… are taken (what a 409 on each would tell anyway).
+    create function app_slugs_taken(base text) returns setof text language sql stable security definer
+      set search_path = pg_catalog, public
+      as $$ select slug from organisations where slug = base or (slug like base || '-%' and substr(slug, length(base) + 2) ~ '^[0-9]+$') $$;
+
     -- Retention: removes up to batch_size rows belonging to organisations soft-deleted before
     -- cutoff (projects first, then invitations and memberships, then the organisations), so no
     -- statement holds long locks; returns how many rows went. Called until it returns 0.
@@ -192,6 +198,7 @@ export async function down(knex: Knex): Promise<void> {
     drop table organisations;
     drop function app_purge_deleted_organisations(timestamptz, integer);
     drop function app_invitation_by_token_hash(bytea);
+    drop function app_slugs_taken(text);
     drop function app_may_join(text, text);
     drop function app_member_org_ids();
     drop function app_org_id();

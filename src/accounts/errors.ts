@@ -8,7 +8,6 @@ export const accountErrors = defineErrors('accounts', {
   emailTaken: { code: 'email_taken', status: 409, detail: 'An account with this email already exists.' },
   alreadyVerified: { code: 'already_verified', status: 409, detail: 'Your email address is already verified.' },
   passwordNotSet: { code: 'password_not_set', status: 409, detail: 'This account has no password. Set one with a password reset code.' },
-  lastOwner: { code: 'last_owner', status: 409, detail: 'You are the only owner of an organisation with other members: hand ownership over first.' },
   passwordTooCommon: { code: 'password_too_common', status: 422, detail: 'This password is too common. Choose another one.' },
   secondFactorRequired: { code: 'second_factor_required', status: 422, detail: 'Confirm with your authenticator app or a passkey.' },
 });

@@ -33,7 +33,7 @@ const userActor = (id: string | null): Actor => ({ kind: 'user', id });
 
 export class AccountService {
   constructor(
-    private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit' | 'limits' | 'passwords' | 'transaction' | 'sessions' | 'mail' | 'emailVerification'>,
+    private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit' | 'limits' | 'passwords' | 'transaction' | 'sessions' | 'mail' | 'emailVerification' | 'orgs'>,
   ) {}
 
   /**
@@ -189,10 +189,6 @@ export class AccountService {
    * has other members. Organisations do not exist yet; the organisations issue fills this in (and
    * deletes the organisations where the user is the only member), inside the same transaction.
    */
-  private async assertCanDelete(_userId: string): Promise<void> {
-    // Intentionally empty until organisations exist.
-  }
-
   /**
    * DELETE /v1/auth/me, after `verifyFreshProof`, in one transaction: every session revoked, the
    * personal data the service keeps elsewhere erased (mail records and job payloads lose the
@@ -206,7 +202,8 @@ export class AccountService {
       const user = await store.lockUser(tx.db, userId);
       // Deleted meanwhile by a concurrent request: its session is gone too, so answer as signed out.
       if (!user) throw commonErrors.unauthenticated();
-      await this.assertCanDelete(userId);
+      // 409 `last_owner` while the only owner of an organisation with other members; else the memberships go.
+      await tx.orgs.removeAccountMemberships(userId, meta);
       const sessionsRevoked = await tx.sessions.revokeAllOf(userId, null);
       await tx.mail.forgetAddress(user.email);
       await tx.audit.erasePersonalData(userId, user.email);

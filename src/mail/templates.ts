@@ -43,6 +43,12 @@ export const templates = {
       'Every other signed-in device was signed out.',
       'If this was not you, reset your password now and contact support.',
     ]),
+  invitation: (p: { orgName: string; invitedBy: string; role: string; days: number; link: string }) =>
+    message(`You are invited to join ${p.orgName}`, `Join ${p.orgName}`, [
+      `${p.invitedBy} invited you to join ${p.orgName} as ${p.role === 'admin' ? 'an admin' : 'a member'}.`,
+      `Accept the invitation within ${p.days} days: ${p.link}`,
+      'Sign in with this email address to accept it. If you did not expect this invitation, ignore this email.',
+    ]),
   test: (p: { requestedBy: string | null; at: string }) =>
     message('Tenant API test email', 'Tenant API test email', [
       'This is a test email from Tenant API.',
@@ -58,13 +64,16 @@ export const templateSecrets: Record<TemplateName, string[]> = {
   verifyEmail: ['code'],
   passwordReset: ['code'],
   passwordChanged: [],
+  invitation: ['link'],
   test: [],
 };
+/** Parameter names that are secrets in every template that has them. */
+type SecretParam = 'code' | 'link';
 type ParamsOf<T extends TemplateName> = Parameters<(typeof templates)[T]>[0];
 
 /** What a mail job carries: the template, its plain parameters and, apart, its secrets. */
 export type TemplatedMail = {
-  [T in TemplateName]: { template: T; params: Omit<ParamsOf<T>, 'code'>; secret?: Pick<ParamsOf<T>, Extract<keyof ParamsOf<T>, 'code'>> };
+  [T in TemplateName]: { template: T; params: Omit<ParamsOf<T>, SecretParam>; secret?: Pick<ParamsOf<T>, Extract<keyof ParamsOf<T>, SecretParam>> };
 }[TemplateName];
 
 export function isTemplateName(name: unknown): name is TemplateName {

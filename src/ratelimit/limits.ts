@@ -34,6 +34,10 @@ const LIMITS = {
   'step_up.user': (c: Config) => ({ max: c.rateLimits.stepUpPer15Minutes, windowSeconds: 15 * MINUTE }),
   /** Wrong one-time codes per account (by address, so unknown addresses count alike), per day. */
   'code_failures.account': (c: Config) => ({ max: c.rateLimits.codeFailuresPerDay, windowSeconds: 24 * 60 * MINUTE }),
+  /** Invitations an organisation sends per hour (contract: createInvitation). */
+  'invitations.org': () => ({ max: 50, windowSeconds: 60 * MINUTE }),
+  /** Resends of one invitation per 15 minutes. */
+  'invitation_resend.invitation': () => ({ max: 3, windowSeconds: 15 * MINUTE }),
 } satisfies Record<string, (c: Config) => Budget>;
 
 export type LimitName = keyof typeof LIMITS;

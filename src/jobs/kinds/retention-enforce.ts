@@ -1,5 +1,6 @@
 import type { AppContext } from '../../app-context';
 import type { JobKind } from '../kinds';
+import { RESTORE_WINDOW_MS } from '../../orgs/service';
 
 const DAY_MS = 24 * 3600 * 1000;
 /** Finalized job runs and sent mail records are kept this long. */
@@ -12,7 +13,7 @@ const RETENTION_MS = 30 * DAY_MS;
 export const retentionEnforce: JobKind<AppContext, Record<string, never>> = {
   name: 'service.retention.enforce',
   description:
-    'Deletes records past their retention period: finalized job runs and sent mail records (30 days), expired or revoked sessions, used or expired one-time codes.',
+    'Deletes records past their retention period: finalized job runs and sent mail records (30 days), expired or revoked sessions, used or expired one-time codes, organisations soft-deleted more than 30 days ago (with their projects, memberships and invitations).',
   defaults: { enabled: true, max_attempts: 3, priority: 0, queue: 'maintenance', schedule: '0 3 * * *', timeout: '30m0s' },
   needsPayload: false,
   async handle(_payload, { app, logger, signal }) {
@@ -26,6 +27,14 @@ export const retentionEnforce: JobKind<AppContext, Record<string, never>> = {
     const sessions = await services.sessions.pruneExpired(now);
     signal.throwIfAborted();
     const codes = await services.codes.pruneDead(now);
-    logger.info('retention enforced', { job_runs_deleted: jobRuns, mail_messages_deleted: mail, sessions_deleted: sessions, one_time_codes_deleted: codes });
+    signal.throwIfAborted();
+    const orgRows = await services.orgs.purgeDeleted(new Date(now.getTime() - RESTORE_WINDOW_MS));
+    logger.info('retention enforced', {
+      job_runs_deleted: jobRuns,
+      mail_messages_deleted: mail,
+      sessions_deleted: sessions,
+      one_time_codes_deleted: codes,
+      deleted_organisation_rows_purged: orgRows,
+    });
   },
 };

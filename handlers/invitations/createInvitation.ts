@@ -1,0 +1,7 @@
+import type { Handler } from '../types';
+import { invitationBody } from '../orgs/views';
+
+export const createInvitation: Handler<'createInvitation'> = async ({ services, caller, params, body, meta }) => ({
+  status: 201,
+  body: invitationBody(await services.invitations.create(caller, params.orgId, { email: body.email, role: body.role }, meta)),
+});

@@ -1,0 +1,7 @@
+// The members tag's operations.
+import type { HandlerMap } from '../types';
+import { listMembers } from './listMembers';
+import { updateMemberRole } from './updateMemberRole';
+import { removeMember } from './removeMember';
+
+export const membersHandlers: HandlerMap = { listMembers, updateMemberRole, removeMember };

@@ -1,0 +1,6 @@
+import type { Handler } from '../types';
+
+export const leaveOrg: Handler<'leaveOrg'> = async ({ services, caller, params, meta }) => {
+  await services.orgs.leave(caller, params.orgId, meta);
+  return { status: 204, body: undefined };
+};

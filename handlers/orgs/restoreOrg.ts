@@ -1,0 +1,7 @@
+import type { Handler } from '../types';
+import { orgBody } from './views';
+
+export const restoreOrg: Handler<'restoreOrg'> = async ({ services, caller, params, meta }) => ({
+  status: 200,
+  body: orgBody(await services.orgs.restore(caller, params.orgId, meta)),
+});

@@ -1,0 +1,7 @@
+import type { Handler } from '../types';
+import { orgBody } from './views';
+
+export const updateOrg: Handler<'updateOrg'> = async ({ services, caller, params, body, meta }) => ({
+  status: 200,
+  body: orgBody(await services.orgs.update(caller, params.orgId, { name: body.name, slug: body.slug }, meta)),
+});

@@ -1,0 +1,7 @@
+import type { Handler } from '../types';
+import { projectBody } from '../orgs/views';
+
+export const getProject: Handler<'getProject'> = async ({ services, caller, params }) => ({
+  status: 200,
+  body: projectBody(await services.projects.get(caller, params.orgId, params.id)),
+});

@@ -1,0 +1,190 @@
+// SQL for organisations and memberships. Every statement names its organisation (or its user)
+// itself; row-level security (the acting user set by Services.actingAs) is the second wall.
+import type { Executor } from '../services';
+import type { Role } from './policy';
+
+export interface OrgRow {
+  id: string;
+  name: string;
+  slug: string;
+  memberCount: number;
+  createdAt: Date;
+  updatedAt: Date;
+  deletedAt: Date | null;
+}
+
+export interface MemberRow {
+  userId: string;
+  email: string;
+  name: string | null;
+  role: Role;
+  joinedAt: Date;
+}
+
+const ORG_COLUMNS = ['o.id', 'o.name', 'o.slug', 'o.member_count', 'o.created_at', 'o.updated_at', 'o.deleted_at'];
+
+const toOrg = (r: any): OrgRow => ({
+  id: r.id,
+  name: r.name,
+  slug: r.slug,
+  memberCount: r.member_count,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  deletedAt: r.deleted_at,
+});
+
+const toMember = (r: any): MemberRow => ({ userId: r.user_id, email: r.email, name: r.name, role: r.role, joinedAt: r.created_at });
+
+export const isUniqueViolation = (err: unknown, constraint: string) =>
+  (err as { code?: string; constraint?: string }).code === '23505' && (err as { constraint?: string }).constraint === constraint;
+
+/** The organisation with the user's role in it, or null when the user is not a member. `lock`: FOR UPDATE of the organisation row. */
+export async function findMembership(db: Executor, orgId: string, userId: string, lock = false): Promise<{ org: OrgRow; role: Role } | null> {
+  const q = db('organisations as o')
+    .join('memberships as m', (j) => j.on('m.org_id', 'o.id').andOnVal('m.user_id', userId))
+    .where('o.id', orgId)
+    .first([...ORG_COLUMNS, 'm.role']);
+  const row = await (lock ? q.forUpdate('o') : q);
+  return row ? { org: toOrg(row), role: row.role } : null;
+}
+
+/** A user's organisations, newest first; soft-deleted ones only when they own them and they were deleted after `deletedSince`. */
+export async function listForUser(
+  db: Executor,
+  userId: string,
+  page: { limit: number; beforeId?: string; deletedSince: Date | null },
+): Promise<(OrgRow & { role: Role })[]> {
+  const rows = await db('memberships as m')
+    .join('organisations as o', 'o.id', 'm.org_id')
+    .where('m.user_id', userId)
+    .modify((q) => {
+      if (page.beforeId) q.where('m.org_id', '<', page.beforeId);
+      if (page.deletedSince) {
+        q.where((w) => w.whereNull('o.deleted_at').orWhere((d) => d.where('m.role', 'owner').where('o.deleted_at', '>', page.deletedSince!)));
+      } else {
+        q.whereNull('o.deleted_at');
+      }
+    })
+    .orderBy('m.org_id', 'desc')
+    .limit(page.limit)
+    .select([...ORG_COLUMNS, 'm.role']);
+  return rows.map((r: any) => ({ ...toOrg(r), role: r.role }));
+}
+
+/** False when the slug is taken (by any organisation, soft-deleted ones included). */
+export async function insertOrg(db: Executor, org: { id: string; name: string; slug: string; createdBy: string; now: Date }): Promise<boolean> {
+  // No RETURNING: the founder cannot see the row until their membership exists (row-level security).
+  const result: any = await db('organisations')
+    .insert({ id: org.id, name: org.name, slug: org.slug, created_by: org.createdBy, member_count: 0, created_at: org.now, updated_at: org.now })
+    .onConflict('slug')
+    .ignore();
+  return result.rowCount === 1;
+}
+
+/** Slugs in use among `base` and `base-<n>` (to pick a free suffix in one round trip). */
+export async function slugsTaken(db: Executor, base: string): Promise<Set<string>> {
+  const { rows } = await db.raw<{ rows: { slug: string }[] }>('select slug from app_slugs_taken(?)', [base]);
+  return new Set(rows.map((r) => r.slug));
+}
+
+/** Name and/or slug; 'slug_taken' when the new slug is used by another organisation. */
+export async function updateOrg(db: Executor, orgId: string, change: { name?: string; slug?: string; now: Date }): Promise<'ok' | 'slug_taken'> {
+  try {
+    await db('organisations')
+      .where({ id: orgId })
+      .update({ ...(change.name !== undefined && { name: change.name }), ...(change.slug !== undefined && { slug: change.slug }), updated_at: change.now });
+    return 'ok';
+  } catch (err) {
+    if (isUniqueViolation(err, 'organisations_slug_key')) return 'slug_taken';
+    throw err;
+  }
+}
+
+export async function setDeletedAt(db: Executor, orgId: string, deletedAt: Date | null, now: Date): Promise<void> {
+  await db('organisations').where({ id: orgId }).update({ deleted_at: deletedAt, updated_at: now });
+}
+
+export async function addMembership(db: Executor, m: { orgId: string; userId: string; role: Role; now: Date }): Promise<void> {
+  await db('memberships').insert({ org_id: m.orgId, user_id: m.userId, role: m.role, created_at: m.now });
+  await db('organisations').where({ id: m.orgId }).increment('member_count', 1);
+}
+
+/** Removes one membership; the organisation row must be locked by the caller (findMembership with lock). */
+export async function removeMembership(db: Executor, orgId: string, userId: string): Promise<void> {
+  await db('organisations').where({ id: orgId }).decrement('member_count', 1);
+  await db('memberships').where({ org_id: orgId, user_id: userId }).delete();
+}
+
+export async function setRole(db: Executor, orgId: string, userId: string, role: Role): Promise<void> {
+  await db('memberships').where({ org_id: orgId, user_id: userId }).update({ role });
+}
+
+export async function countOwners(db: Executor, orgId: string): Promise<number> {
+  const row = await db('memberships').where({ org_id: orgId, role: 'owner' }).count<{ count: number }[]>({ count: '*' }).first();
+  return Number(row?.count ?? 0);
+}
+
+const MEMBER_COLUMNS = ['m.user_id', 'u.email', 'u.name', 'm.role', 'm.created_at'];
+
+export async function findMember(db: Executor, orgId: string, userId: string): Promise<MemberRow | null> {
+  const row = await db('memberships as m').join('users as u', 'u.id', 'm.user_id').where({ 'm.org_id': orgId, 'm.user_id': userId }).first(MEMBER_COLUMNS);
+  return row ? toMember(row) : null;
+}
+
+/** Whether an account with this (lower-cased) address is a member. */
+export async function isMemberByEmail(db: Executor, orgId: string, email: string): Promise<boolean> {
+  const row = await db('memberships as m').join('users as u', 'u.id', 'm.user_id').where({ 'm.org_id': orgId, 'u.email': email }).first('m.user_id');
+  return row !== undefined;
+}
+
+/** Members, oldest membership first; `after` is the last row of the previous page. */
+export async function listMembers(db: Executor, orgId: string, page: { limit: number; after?: { joinedAt: string; userId: string } }): Promise<MemberRow[]> {
+  const rows = await db('memberships as m')
+    .join('users as u', 'u.id', 'm.user_id')
+    .where('m.org_id', orgId)
+    .modify((q) => {
+      if (page.after) q.whereRaw('(m.created_at, m.user_id) > (?, ?)', [page.after.joinedAt, page.after.userId]);
+    })
+    .orderBy([{ column: 'm.created_at' }, { column: 'm.user_id' }])
+    .limit(page.limit)
+    .select(MEMBER_COLUMNS);
+  return rows.map(toMember);
+}
+
+/**
+ * An account about to be deleted: each of its memberships with the organisation locked (in id
+ * order, so two deletions cannot deadlock) and the organisation's owner count.
+ */
+export async function lockMembershipsOf(db: Executor, userId: string): Promise<{ orgId: string; role: Role; memberCount: number; owners: number; deleted: boolean }[]> {
+  const { rows } = await db.raw<{ rows: any[] }>(
+    `select o.id, m.role, o.member_count, o.deleted_at,
+            (select count(*) from memberships w where w.org_id = o.id and w.role = 'owner') as owners
+     from memberships m join organisations o on o.id = m.org_id
+     where m.user_id = ?
+     order by o.id
+     for update of o`,
+    [userId],
+  );
+  return rows.map((r) => ({ orgId: r.id, role: r.role, memberCount: r.member_count, owners: Number(r.owners), deleted: r.deleted_at !== null }));
+}
+
+/**
+ * The account's memberships go; organisations it was the only member of are soft-deleted (the
+ * retention job purges them). The counts change before the memberships go: after that, row-level
+ * security no longer shows the user those organisations.
+ */
+export async function removeAllMembershipsOf(db: Executor, userId: string, orgIds: string[], now: Date): Promise<string[]> {
+  if (!orgIds.length) return [];
+  const orphaned = await db('organisations')
+    .whereIn('id', orgIds)
+    .update({ member_count: db.raw('member_count - 1'), deleted_at: db.raw('case when member_count = 1 and deleted_at is null then ?::timestamptz else deleted_at end', [now]) })
+    .returning(['id', 'member_count']);
+  await db('memberships').where({ user_id: userId }).delete();
+  return orphaned.filter((r: any) => r.member_count === 0).map((r: any) => r.id);
+}
+
+/** Retention: one batch of rows of organisations soft-deleted before `cutoff` (see the migration). */
+export async function purgeDeletedBatch(db: Executor, cutoff: Date, batchSize: number): Promise<number> {
+  const { rows } = await db.raw<{ rows: { removed: number }[] }>('select app_purge_deleted_organisations(?, ?) as removed', [cutoff, batchSize]);
+  return rows[0]!.removed;
+}
