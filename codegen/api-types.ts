@@ -1141,7 +1141,8 @@ export interface paths {
          *     When `slug` is absent it is derived from `name` (lower case, runs of other characters
          *     become `-`, cut to 40 characters, a numeric suffix such as `-2` added on a clash, and
          *     `org-` plus six random characters when the name yields fewer than three usable
-         *     characters), so an omitted slug never causes a 409. Leading and trailing white space of
+         *     characters), so an omitted slug does not cause a 409 (unless another organisation takes
+         *     the same derived slug in the same instant; a retry then derives the next one). Leading and trailing white space of
          *     `name` is trimmed. Audit event: `org.created`.
          */
         post: operations["createOrg"];

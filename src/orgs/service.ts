@@ -10,7 +10,7 @@ import { commonErrors } from '../errors';
 import { newId } from '../ids';
 import { orgErrors } from './errors';
 import { authorize, authorizeRemoval, authorizeRoleChange, removesLastOwner, type OrgAction, type Role } from './policy';
-import { deriveSlug, randomSuffix, withSuffix } from './slugs';
+import { deriveSlug, withSuffix } from './slugs';
 import * as store from './store';
 
 export type { OrgRow, MemberRow } from './store';
@@ -78,13 +78,10 @@ export class OrgService {
     return this.s.actingAs({ userId: caller.userId }, async (tx) => {
       const id = newId('org');
       const now = tx.now();
-      let slug = input.slug ?? (await this.freeSlug(tx, deriveSlug(name)));
-      if (!(await store.insertOrg(tx.db, { id, name, slug, createdBy: caller.userId, now }))) {
-        if (input.slug !== undefined) throw orgErrors.slugTaken(`The slug ${slug} is already taken.`);
-        // Taken between the lookup and the insert: a random suffix, so an omitted slug never gives 409.
-        slug = withSuffix(deriveSlug(name), randomSuffix());
-        if (!(await store.insertOrg(tx.db, { id, name, slug, createdBy: caller.userId, now }))) throw orgErrors.slugTaken(`The slug ${slug} is already taken.`);
-      }
+      const slug = input.slug ?? (await this.freeSlug(tx, deriveSlug(name)));
+      // A given slug is checked by the insert itself; a derived one is free unless another
+      // organisation took it in the last milliseconds (then 409, and a retry derives the next).
+      if (!(await store.insertOrg(tx.db, { id, name, slug, createdBy: caller.userId, now }))) throw orgErrors.slugTaken(`The slug ${slug} is already taken.`);
       await store.addMembership(tx.db, { orgId: id, userId: caller.userId, role: 'owner', now });
       await tx.audit.record({ action: 'org.created', actor: userActor(caller.userId), target: { kind: 'org', id }, orgId: id, data: { name, slug }, meta });
       const created = await store.findMembership(tx.db, id, caller.userId);

@@ -18,7 +18,7 @@ export function deriveSlug(name: string): string {
 }
 
 /** Six random characters, for a suffix no one can have taken first. */
-export function randomSuffix(): string {
+function randomSuffix(): string {
   return [...randomBytes(6)].map((b) => ALPHABET[b % ALPHABET.length]).join('');
 }
 

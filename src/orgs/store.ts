@@ -73,17 +73,20 @@ export async function listForUser(
 
 /** False when the slug is taken (by any organisation, soft-deleted ones included). */
 export async function insertOrg(db: Executor, org: { id: string; name: string; slug: string; createdBy: string; now: Date }): Promise<boolean> {
-  // No RETURNING: the founder cannot see the row until their membership exists (row-level security).
-  const result: any = await db('organisations')
-    .insert({ id: org.id, name: org.name, slug: org.slug, created_by: org.createdBy, member_count: 0, created_at: org.now, updated_at: org.now })
-    .onConflict('slug')
-    .ignore();
-  return result.rowCount === 1;
+  // No RETURNING and no ON CONFLICT: both need the new row to be visible, and the founder cannot
+  // see it until their membership exists (row-level security). The unique index decides.
+  try {
+    await db('organisations').insert({ id: org.id, name: org.name, slug: org.slug, created_by: org.createdBy, member_count: 0, created_at: org.now, updated_at: org.now });
+    return true;
+  } catch (err) {
+    if (isUniqueViolation(err, 'organisations_slug_key')) return false;
+    throw err;
+  }
 }
 
 /** Slugs in use among `base` and `base-<n>` (to pick a free suffix in one round trip). */
 export async function slugsTaken(db: Executor, base: string): Promise<Set<string>> {
-  const { rows } = await db.raw<{ rows: { slug: string }[] }>('select slug from app_slugs_taken(?)', [base]);
+  const { rows } = await db.raw<{ rows: { slug: string }[] }>('select s as slug from app_slugs_taken(?) as s', [base]);
   return new Set(rows.map((r) => r.slug));
 }
 

@@ -5,10 +5,11 @@ import { createSession } from '../../src/sessions/store';
 let n = 0;
 
 /** A user with a live session, made through the domain functions (no HTTP sign-in yet). */
-export async function signedInUser(ctx: AppContext, opts: { operator?: boolean; transport?: 'bearer' | 'cookie' } = {}) {
+export async function signedInUser(ctx: AppContext, opts: { operator?: boolean; transport?: 'bearer' | 'cookie'; verified?: boolean } = {}) {
   const email = `user${++n}-${Date.now()}@example.com`;
   const userId = await insertUser(ctx.db, { email, name: 'Test User' });
   if (opts.operator) await ctx.db('users').where({ id: userId }).update({ is_operator: true });
+  if (opts.verified) await ctx.db('users').where({ id: userId }).update({ email_verified_at: ctx.now() });
   const session = await createSession(ctx.db, { userId, transport: opts.transport ?? 'bearer' }, ctx.config.session, ctx.now());
   return { userId, email, sessionId: session.id, token: session.token, auth: `Bearer ${session.token}` };
 }

@@ -1,0 +1,28 @@
+import { startTestApp, type TestApp } from '../support/test-app';
+import { signedInUser } from '../support/users';
+let t: TestApp;
+beforeAll(async () => { t = await startTestApp(); });
+afterAll(() => t.close());
+it('smoke', async () => {
+  const a = await signedInUser(t.ctx, { verified: true });
+  const org = (await t.http.post('/v1/orgs').set('Authorization', a.auth).send({ name: 'Acme Labs' }).expect(201)).body;
+  console.log(org);
+  const org2 = (await t.http.post('/v1/orgs').set('Authorization', a.auth).send({ name: 'Acme Labs' }).expect(201)).body;
+  expect(org2.slug).toBe('acme-labs-2');
+  await t.http.get('/v1/orgs').set('Authorization', a.auth).expect(200);
+  await t.http.get(`/v1/orgs/${org.id}`).set('Authorization', a.auth).expect(200);
+  const p = (await t.http.post(`/v1/orgs/${org.id}/projects`).set('Authorization', a.auth).send({ name: 'P1' }).expect(201)).body;
+  await t.http.get(`/v1/orgs/${org.id}/projects`).set('Authorization', a.auth).expect(200);
+  await t.http.patch(`/v1/orgs/${org.id}/projects/${p.id}`).set('Authorization', a.auth).send({ name: 'P2' }).expect(200);
+  await t.http.get(`/v1/orgs/${org.id}/members`).set('Authorization', a.auth).expect(200);
+  const inv = (await t.http.post(`/v1/orgs/${org.id}/invitations`).set('Authorization', a.auth).send({ email: 'x@example.com', role: 'member' }).expect(201)).body;
+  await t.http.post(`/v1/orgs/${org.id}/invitations/${inv.id}/resend`).set('Authorization', a.auth).expect(200);
+  await t.http.get(`/v1/orgs/${org.id}/invitations`).set('Authorization', a.auth).expect(200);
+  await t.http.delete(`/v1/orgs/${org.id}/invitations/${inv.id}`).set('Authorization', a.auth).expect(204);
+  const b = await signedInUser(t.ctx, { verified: true });
+  await t.http.get(`/v1/orgs/${org.id}`).set('Authorization', b.auth).expect(404);
+  await t.http.post(`/v1/orgs/${org.id}/leave`).set('Authorization', a.auth).expect(409);
+  await t.http.delete(`/v1/orgs/${org.id}`).set('Authorization', a.auth).expect(200);
+  await t.http.post(`/v1/orgs/${org.id}/restore`).set('Authorization', a.auth).expect(200);
+  await t.http.post('/v1/invitations/accept').set('Authorization', b.auth).send({ token: 'nope' }).expect(404);
+});
