@@ -33,7 +33,7 @@ export class InvitationService {
   /** POST /v1/orgs/{orgId}/invitations: 409 `already_member` / `invitation_pending`; 50 per organisation per hour (`org.invitation.created`). */
   async create(caller: Caller, orgId: string, input: { email: string; role: 'admin' | 'member' }, meta: RequestMeta): Promise<store.InvitationRow> {
     const email = input.email.trim().toLowerCase();
-    await this.limitedAfterCheck(caller, orgId, { limit: 'invitations.org', subject: orgId }, 'Too many invitations');
+    await this.limitedAfterCheck(caller, orgId, { limit: 'invitations.org', subject: orgId }, 'Too many invitations', async () => undefined);
     return this.s.orgs.inOrg(
       caller.userId,
       orgId,
@@ -75,7 +75,11 @@ export class InvitationService {
 
   /** POST …/invitations/{invitationId}/resend: a new token and expiry, mailed; 3 per 15 minutes (`org.invitation.resent`). */
   async resend(caller: Caller, orgId: string, invitationId: string, meta: RequestMeta): Promise<store.InvitationRow> {
-    await this.limitedAfterCheck(caller, orgId, { limit: 'invitation_resend.invitation', subject: invitationId }, 'This invitation was resent too often');
+    // Counted only once the invitation is known to be open in this organisation: nobody can spend
+    // the budget of another organisation's invitation by naming it under their own.
+    await this.limitedAfterCheck(caller, orgId, { limit: 'invitation_resend.invitation', subject: invitationId }, 'This invitation was resent too often', async (tx) => {
+      if (!(await store.findOpen(tx.db, orgId, invitationId, tx.now()))) throw commonErrors.notFound();
+    });
     return this.s.orgs.inOrg(caller.userId, orgId, 'invitations.manage', async ({ tx, org }) => {
       const now = tx.now();
       const invitation = await store.findOpen(tx.db, orgId, invitationId, now);
@@ -124,9 +128,12 @@ export class InvitationService {
     return store.revokeAllUnanswered(this.s.db, orgId, now);
   }
 
-  /** 404/403 first (a read-only check), then the limit: a 429 never tells an outsider the organisation exists. */
-  private async limitedAfterCheck(caller: Caller, orgId: string, attempt: Attempt, what: string): Promise<void> {
-    await this.s.orgs.inOrg(caller.userId, orgId, 'invitations.manage', async () => undefined);
+  /**
+   * 404/403 first (a read-only check, plus `check` of the target), then the limit: a 429 never
+   * tells an outsider that the organisation or the invitation exists.
+   */
+  private async limitedAfterCheck(caller: Caller, orgId: string, attempt: Attempt, what: string, check: (tx: Services) => Promise<void>): Promise<void> {
+    await this.s.orgs.inOrg(caller.userId, orgId, 'invitations.manage', ({ tx }) => check(tx));
     const [state] = await this.s.limits.count([attempt]);
     if (state!.spent) {
       throw commonErrors.rateLimited(`${what}. Try again in ${state!.retryAfterSeconds} seconds.`, { headers: { 'Retry-After': String(state!.retryAfterSeconds) } });
