@@ -1206,8 +1206,9 @@ export interface paths {
         /**
          * Restore a deleted organisation
          * @description Restores a soft-deleted organisation (clears `deleted_at`) with its members and
-         *     projects; revoked invitations stay revoked. Needs the role `owner`; admins and members
-         *     get 403. Restoring is possible for 30 days after `deleted_at`; after that the
+         *     projects; revoked invitations stay revoked. Needs the role `owner`: to admins and members
+         *     a deleted organisation answers 404 like everything under it (and 403 when it is not
+         *     deleted). Restoring is possible for 30 days after `deleted_at`; after that the
          *     organisation counts as gone and answers 404 even before the retention job has purged
          *     it. An organisation that is not deleted answers 409 `not_deleted`. Takes no body.
          *     Audit event: `org.restored`.
