@@ -3,14 +3,15 @@
 // last-owner rule, and the audit event of every change.
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
-import { createDatabase, type Db } from '../../src/platform/database';
+import type { Db } from '../../src/platform/database';
+import { addMember, ownerDatabase } from '../support/orgs';
 import { createSession } from '../../src/sessions/store';
 
 let t: TestApp;
 let owner: Db; // bypasses row-level security: fixtures and checks only
 beforeAll(async () => {
   t = await startTestApp();
-  owner = createDatabase(t.ctx.config.databaseUrl!, 1);
+  owner = ownerDatabase(t);
 });
 afterAll(async () => {
   await owner.destroy();
@@ -23,13 +24,6 @@ async function newOrg(auth: string, name = 'Acme Labs', slug?: string) {
   return (await t.http.post('/v1/orgs').set('Authorization', auth).send(slug ? { name, slug } : { name }).expect(201)).body;
 }
 
-/** Adds a member directly (as invitations would), keeping member_count in step. */
-async function addMember(orgId: string, role: 'owner' | 'admin' | 'member') {
-  const user = await signedInUser(t.ctx, { verified: true });
-  await owner('memberships').insert({ org_id: orgId, user_id: user.userId, role, created_at: new Date() });
-  await owner('organisations').where({ id: orgId }).increment('member_count', 1);
-  return user;
-}
 
 const audit = (action: string, orgId: string) => owner('audit_events').where({ action, org_id: orgId }).orderBy('id');
 
@@ -93,7 +87,7 @@ describe('list and get', () => {
   it('GET answers members with their role; non-members and unknown ids alike get the same 404', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
     const org = await newOrg(u.auth);
-    const m = await addMember(org.id, 'member');
+    const m = await addMember(t, owner, org.id, 'member');
     expect((await t.http.get(`/v1/orgs/${org.id}`).set('Authorization', m.auth).expect(200)).body).toMatchObject({ role: 'member', member_count: 2 });
     const outsider = await signedInUser(t.ctx, { verified: true });
     const a = await t.http.get(`/v1/orgs/${org.id}`).set('Authorization', outsider.auth).expect(404);
@@ -107,8 +101,8 @@ describe('rename', () => {
   it('owners and admins rename (org.renamed with old and new values, only on change); members 403; slug clash 409', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
     const org = await newOrg(u.auth, 'Old Name');
-    const admin = await addMember(org.id, 'admin');
-    const member = await addMember(org.id, 'member');
+    const admin = await addMember(t, owner, org.id, 'admin');
+    const member = await addMember(t, owner, org.id, 'member');
     const slug = `renamed-${Date.now()}`;
     const res = await t.http.patch(`/v1/orgs/${org.id}`).set('Authorization', admin.auth).send({ name: 'New Name', slug }).expect(200);
     expect(res.body).toMatchObject({ name: 'New Name', slug, role: 'admin' });
@@ -129,7 +123,7 @@ describe('delete and restore', () => {
   it('owners soft-delete; everything under it answers 404 except GET and restore for owners within 30 days', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
     const org = await newOrg(u.auth);
-    const admin = await addMember(org.id, 'admin');
+    const admin = await addMember(t, owner, org.id, 'admin');
     const project = (await t.http.post(`/v1/orgs/${org.id}/projects`).set('Authorization', u.auth).send({ name: 'P' }).expect(201)).body;
     expect((await t.http.delete(`/v1/orgs/${org.id}`).set('Authorization', admin.auth).expect(403)).body.code).toBe('forbidden');
     expect((await t.http.post(`/v1/orgs/${org.id}/restore`).set('Authorization', u.auth).expect(409)).body.code).toBe('not_deleted');
@@ -153,7 +147,7 @@ describe('delete and restore', () => {
   it('after 30 days a deleted organisation is gone for everyone, and retention purges it with its rows in batches', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
     const org = await newOrg(u.auth);
-    await addMember(org.id, 'member');
+    await addMember(t, owner, org.id, 'member');
     for (let i = 0; i < 5; i++) await t.http.post(`/v1/orgs/${org.id}/projects`).set('Authorization', u.auth).send({ name: `P${i}` }).expect(201);
     await t.http.post(`/v1/orgs/${org.id}/invitations`).set('Authorization', u.auth).send({ email: 'later@example.com', role: 'member' }).expect(201);
     const keep = await newOrg(u.auth, 'Keep me');
@@ -186,7 +180,7 @@ describe('members', () => {
     const u = await signedInUser(t.ctx, { verified: true });
     const org = await newOrg(u.auth);
     const added = [];
-    for (let i = 0; i < 4; i++) added.push(await addMember(org.id, 'member'));
+    for (let i = 0; i < 4; i++) added.push(await addMember(t, owner, org.id, 'member'));
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -200,7 +194,7 @@ describe('members', () => {
   it('the last owner cannot leave, be demoted or removed; ownership can be handed over', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
     const org = await newOrg(u.auth);
-    const m = await addMember(org.id, 'member');
+    const m = await addMember(t, owner, org.id, 'member');
     expect((await t.http.post(`/v1/orgs/${org.id}/leave`).set('Authorization', u.auth).expect(409)).body.code).toBe('last_owner');
     expect((await t.http.patch(`/v1/orgs/${org.id}/members/${u.userId}`).set('Authorization', u.auth).send({ role: 'admin' }).expect(409)).body.code).toBe('last_owner');
     expect((await t.http.delete(`/v1/orgs/${org.id}/members/${u.userId}`).set('Authorization', u.auth).expect(409)).body.code).toBe('last_owner');
@@ -221,9 +215,9 @@ describe('members', () => {
   it('admins re-role and remove non-owners only; members neither; unknown users 404', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
     const org = await newOrg(u.auth);
-    const admin = await addMember(org.id, 'admin');
-    const m1 = await addMember(org.id, 'member');
-    const m2 = await addMember(org.id, 'member');
+    const admin = await addMember(t, owner, org.id, 'admin');
+    const m1 = await addMember(t, owner, org.id, 'member');
+    const m2 = await addMember(t, owner, org.id, 'member');
     await t.http.patch(`/v1/orgs/${org.id}/members/${m1.userId}`).set('Authorization', admin.auth).send({ role: 'admin' }).expect(200);
     expect((await t.http.patch(`/v1/orgs/${org.id}/members/${m2.userId}`).set('Authorization', admin.auth).send({ role: 'owner' }).expect(403)).body.code).toBe('forbidden');
     expect((await t.http.patch(`/v1/orgs/${org.id}/members/${u.userId}`).set('Authorization', admin.auth).send({ role: 'member' }).expect(403)).body.code).toBe('forbidden');
@@ -245,7 +239,7 @@ describe('account deletion', () => {
     const u = await signedInUser(t.ctx, { verified: true });
     const shared = await newOrg(u.auth, 'Shared');
     const solo = await newOrg(u.auth, 'Solo');
-    const m = await addMember(shared.id, 'member');
+    const m = await addMember(t, owner, shared.id, 'member');
     const elsewhere = await newOrg(m.auth, 'Theirs');
     await owner('memberships').insert({ org_id: elsewhere.id, user_id: u.userId, role: 'admin', created_at: new Date() });
     await owner('organisations').where({ id: elsewhere.id }).increment('member_count', 1);

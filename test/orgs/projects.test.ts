@@ -2,13 +2,14 @@
 // per organisation (case-insensitive, trimmed); members create and update, owners and admins delete.
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
-import { createDatabase, type Db } from '../../src/platform/database';
+import type { Db } from '../../src/platform/database';
+import { addMember, ownerDatabase } from '../support/orgs';
 
 let t: TestApp;
 let owner: Db;
 beforeAll(async () => {
   t = await startTestApp();
-  owner = createDatabase(t.ctx.config.databaseUrl!, 1);
+  owner = ownerDatabase(t);
 });
 afterAll(async () => {
   await owner.destroy();
@@ -18,9 +19,7 @@ afterAll(async () => {
 async function orgWith(role: 'member' | 'admin') {
   const founder = await signedInUser(t.ctx, { verified: true });
   const org = (await t.http.post('/v1/orgs').set('Authorization', founder.auth).send({ name: 'Projects Inc' }).expect(201)).body;
-  const user = await signedInUser(t.ctx, { verified: true });
-  await owner('memberships').insert({ org_id: org.id, user_id: user.userId, role, created_at: new Date() });
-  await owner('organisations').where({ id: org.id }).increment('member_count', 1);
+  const user = await addMember(t, owner, org.id, role);
   return { org, founder, user };
 }
 
@@ -68,8 +67,7 @@ it('lists newest first with cursors', async () => {
 it('members may not delete; admins may; a deleted project is gone and its name free', async () => {
   const { org, user, founder } = await orgWith('admin');
   const base = `/v1/orgs/${org.id}/projects`;
-  const member = await signedInUser(t.ctx, { verified: true });
-  await owner('memberships').insert({ org_id: org.id, user_id: member.userId, role: 'member', created_at: new Date() });
+  const member = await addMember(t, owner, org.id, 'member');
   const project = (await t.http.post(base).set('Authorization', founder.auth).send({ name: 'Doomed' }).expect(201)).body;
   expect((await t.http.delete(`${base}/${project.id}`).set('Authorization', member.auth).expect(403)).body.code).toBe('forbidden');
   await t.http.delete(`${base}/${project.id}`).set('Authorization', user.auth).expect(204);

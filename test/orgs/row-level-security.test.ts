@@ -2,7 +2,8 @@
 // keep every tenant's rows away from everyone else, even from a query that forgets its filter.
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
-import { createDatabase, type Db } from '../../src/platform/database';
+import type { Db } from '../../src/platform/database';
+import { ownerDatabase } from '../support/orgs';
 import { assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from '../../src/platform/database-roles';
 import { hashToken } from '../../src/sessions/tokens';
 
@@ -21,7 +22,7 @@ async function tenant(name: string) {
 
 beforeAll(async () => {
   t = await startTestApp();
-  owner = createDatabase(t.ctx.config.databaseUrl!, 1);
+  owner = ownerDatabase(t);
   a = await tenant('Tenant A');
   b = await tenant('Tenant B');
 });
