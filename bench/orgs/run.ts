@@ -1,0 +1,662 @@
+// Organisations benchmark: requests per second and p50/p99 latency of our service (built, started
+// as a child process) for
+//
+//   GET /v1/orgs/{orgId}/projects            first page (50, the default limit)
+//   GET /v1/orgs/{orgId}/projects?cursor=…   page 50 (the cursor after 49 pages of 50)
+//   GET /v1/orgs                             as a user who belongs to 1,000 organisations
+//   GET /v1/orgs/{orgId}
+//
+// over a seeded database (10,000 organisations of 100 projects; the 10 largest with 2,600
+// projects and 50 members), with row-level security on (normal) and off (the owner disables it
+// on the four tenant tables and re-enables it after), beside a bare SQL baseline (bare-sql.ts: a
+// node:http server running the same SQL with node-pg, same pool size, same role) and
+// GET /v1/auth/me of the same service — all in the same run, with the same wrk settings.
+//
+//   npm run bench:orgs -- [--duration 4] [--warmup 1] [--connections 32] [--rounds 3]
+//                         [--no-build] [--no-pin] [--no-sql-times] [--profile] [--apply-sql file.sql]
+//
+// Rounds: each round measures every target once (RLS on: ours + baseline + /me; RLS off: ours),
+// in a rotating order, the two phases alternating which goes first. Ratios (list vs /me, RLS off
+// vs on) are the median of the per-round ratios; each target's row is its median-rate round.
+//
+// The caller of every measured request is the bench user, who belongs to 1,000 organisations
+// (the largest ones among them): the heaviest case for the policies, whose helper collects the
+// acting user's organisation ids. "SQL time" (after the load) also runs the same statements
+// serially for a typical member (10 organisations), to show how the policies' cost scales.
+//
+// --profile: afterwards, a CPU profile of the service under each measured GET (RLS on).
+// --apply-sql: runs a SQL file as the owner on the scratch database after seeding, to try a schema
+// change (e.g. bench/orgs/candidate-fixes.sql); the report then says it is not the shipped schema.
+//
+// Load generator and pinning as in bench/http/run.ts: Debian's `wrk` (apt-get install -y wrk),
+// each server on CPU 0 and wrk on CPU 1 when the machine has 2+ cores; Postgres and Redis float.
+//
+// Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust; BENCH_DATABASE_URL to change) and
+// Redis (REDIS_URL, default redis://127.0.0.1:6379). Creates a scratch database bench_orgs_<random>
+// and the Redis key prefix bench-orgs:<random>:, and removes both (and every child process) at the end.
+import os from 'node:os';
+import net from 'node:net';
+import path from 'node:path';
+import fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import knex, { type Knex } from 'knex';
+import pg from 'pg';
+import { adminUrl, deleteKeys } from '../scratch';
+import { loadConfig, projectRoot } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { createDatabase, migrateLatest } from '../../src/platform/database';
+import { appDatabaseUrl } from '../../src/platform/database-roles';
+import { insertUser } from '../../src/accounts/store';
+import { createSession } from '../../src/sessions/store';
+import { encodeCursor } from '../../src/pagination';
+import { seed, type Seeded } from './seed';
+import { formatProfile, summariseProfile } from '../http/cpu-profile';
+import { FIND_MEMBERSHIP, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_BEFORE, SET_CONTEXT } from './sql';
+
+const AIMS = { p99Ms: 20, listVsMe: 0.5, rlsCost: 0.1 };
+const PAGE = 50; // the default limit
+const DEEP_PAGE = 50;
+const UNLIMITED = '1000000000';
+const TENANT_TABLES = ['organisations', 'memberships', 'invitations', 'projects'];
+
+interface Options {
+  duration: number;
+  warmup: number;
+  connections: number;
+  rounds: number;
+  build: boolean;
+  pin: boolean;
+  sqlTimes: boolean;
+  profile: boolean;
+  applySql: string | null;
+}
+
+const USAGE = 'usage: npm run bench:orgs -- [--duration 4] [--warmup 1] [--connections 32] [--rounds 3] [--no-build] [--no-pin] [--no-sql-times] [--profile] [--apply-sql file.sql]';
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { duration: 4, warmup: 1, connections: 32, rounds: 3, build: true, pin: os.cpus().length >= 2, sqlTimes: true, profile: false, applySql: null };
+  const numeric: Record<string, 'duration' | 'warmup' | 'connections' | 'rounds'> = {
+    '--duration': 'duration',
+    '--warmup': 'warmup',
+    '--connections': 'connections',
+    '--rounds': 'rounds',
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.split('=', 2) as [string, string | undefined];
+    if (flag === '--no-build') opts.build = false;
+    else if (flag === '--no-pin') opts.pin = false;
+    else if (flag === '--no-sql-times') opts.sqlTimes = false;
+    else if (flag === '--profile') opts.profile = true;
+    else if (flag === '--apply-sql') {
+      const file = inline ?? argv[++i];
+      if (!file) throw new Error(`${USAGE}\n(--apply-sql needs a file)`);
+      opts.applySql = path.resolve(file);
+    }
+    else if (numeric[flag]) {
+      const value = Number(inline ?? argv[++i]);
+      if (!Number.isInteger(value) || value < (flag === '--warmup' ? 0 : 1)) throw new Error(`${USAGE}\n(bad value for ${flag})`);
+      opts[numeric[flag]!] = value;
+    } else throw new Error(`${USAGE}\n(unknown argument: ${arg})`);
+  }
+  return opts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes (as bench/http/run.ts)
+
+const children = new Set<ChildProcess>();
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function pinned(cpu: number | null, cmd: string, args: string[]): [string, string[]] {
+  return cpu === null ? [cmd, args] : ['taskset', ['-c', String(cpu), cmd, ...args]];
+}
+
+interface Server {
+  name: string;
+  url: string;
+  child: ChildProcess;
+  output: string[];
+}
+
+function startServer(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, port: number): Server {
+  const child = spawn(cmd, args, { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString());
+    if (output.length > 200) output.shift();
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return { name, url: `http://127.0.0.1:${port}`, child, output };
+}
+
+async function waitFor(server: Server, ready: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (server.child.exitCode !== null) throw new Error(`${server.name} exited (${server.child.exitCode}):\n${server.output.join('')}`);
+    if (await ready().catch(() => false)) return;
+    await sleep(200);
+  }
+  throw new Error(`${server.name} did not become ready in ${timeoutMs} ms:\n${server.output.join('')}`);
+}
+
+async function stopProcess(child: ChildProcess, timeoutMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Load
+
+interface WrkResult {
+  requests: number;
+  duration_us: number;
+  p50_us: number;
+  p90_us: number;
+  p99_us: number;
+  max_us: number;
+  mean_us: number;
+  errors: { connect: number; read: number; write: number; status: number; timeout: number };
+}
+
+interface Target {
+  key: string;
+  label: string;
+  url: string;
+  auth: string;
+  connections: number;
+  cpu: number | null;
+  /** The server process, whose CPU time per request is reported beside the rate. */
+  pid: number;
+}
+
+function runWrk(t: Target, seconds: number): Promise<WrkResult> {
+  // The request shape and the JSON summary line: bench/http's wrk script.
+  const args = ['-t1', `-c${t.connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', path.join(__dirname, '../http/report.lua'), t.url];
+  const [cmd, argv] = pinned(t.cpu, 'wrk', args);
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, { env: { ...process.env, WRK_METHOD: 'GET', WRK_BODY: '', WRK_AUTH: t.auth }, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      children.delete(child);
+      const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
+      if (code !== 0 || !line) return reject(new Error(`wrk failed (${code}):\n${out}`));
+      resolve(JSON.parse(line.slice('WRK_JSON '.length)) as WrkResult);
+    });
+  });
+}
+
+interface Row {
+  label: string;
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+  /** CPU time of the server process per request. */
+  cpuUs: number;
+  /** CPU time of the scratch database's Postgres backends per request (those alive before and after). */
+  pgCpuUs: number;
+  requests: number;
+  errors: number;
+}
+
+/** utime + stime of a process, in ms (Linux /proc; NaN when it is gone). */
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+function cpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+/** The round with the median rate stands for the target (its p50/p99 are reported with it). */
+function medianRow(rows: Row[]): Row {
+  const sorted = [...rows].sort((a, b) => a.rps - b.rps);
+  return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, errors: rows.reduce((n, r) => n + r.errors, 0) };
+}
+
+const fmtRate = (rps: number) => rps.toFixed(rps < 100 ? 1 : 0);
+
+function printRow(r: Row): void {
+  console.log(
+    `    ${r.label.padEnd(54)} ${fmtRate(r.rps).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2).padStart(6)} ms  p99 ${r.p99ms.toFixed(2).padStart(6)} ms` +
+      `  CPU ${r.cpuUs.toFixed(0)} µs/req, Postgres ${Number.isFinite(r.pgCpuUs) ? r.pgCpuUs.toFixed(0) : '?'} µs/req${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`,
+  );
+}
+
+function checkWrk(): boolean {
+  const r = spawnSync('wrk', ['--version'], { encoding: 'utf8' });
+  if (r.error) {
+    console.error("wrk is not installed. It is the load generator of this benchmark: install Debian's package with\n\n    apt-get install -y wrk\n");
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  if (!checkWrk()) {
+    process.exitCode = 1;
+    return;
+  }
+  const cpus = os.cpus().length;
+  const serverCpu = opts.pin ? 0 : null;
+  const wrkCpu = opts.pin ? 1 : null;
+  const started = performance.now();
+  // Before this benchmark's own work (build, seed, load — which drive the load average up themselves).
+  const loadAtStart = os.loadavg()[0]!;
+
+  if (opts.build) {
+    console.log('building: tsc -p tsconfig.build.json');
+    const r = spawnSync(path.join(projectRoot, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: projectRoot, stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('build failed');
+  }
+  const mainJs = path.join(projectRoot, 'dist/src/main.js');
+  if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} is missing: run without --no-build`);
+
+  const id = randomBytes(4).toString('hex');
+  const database = `bench_orgs_${id}`;
+  const prefix = `bench-orgs:${id}:`;
+  const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+  const sessionSecret = randomBytes(32).toString('base64url');
+  const admin: Knex = knex({ client: 'pg', connection: adminUrl('postgres'), pool: { min: 0, max: 1 } });
+  let owner: Knex | null = null;
+  let dbCreated = false;
+  let cleaned: Promise<void> | null = null;
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-orgs-prof-'));
+  const cleanup = () =>
+    (cleaned ??= (async () => {
+      await Promise.all([...children].map((c) => stopProcess(c)));
+      if (owner) await owner.destroy().catch(() => undefined);
+      if (dbCreated) await admin.raw(`drop database if exists "${database}" with (force)`);
+      await admin.destroy();
+      const keys = await deleteKeys(redisUrl, prefix);
+      fs.rmSync(profileDir, { recursive: true, force: true });
+      console.log(`cleaned up: stopped every child process, dropped ${database}, deleted ${keys} Redis keys under ${prefix}`);
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`${signal}: cleaning up`);
+      cleanup().finally(() => process.exit(130));
+    });
+  }
+
+  try {
+    // Scratch database, migrated; the bench user with a bearer session; then the bulk seed.
+    await admin.raw(`create database "${database}"`);
+    dbCreated = true;
+    const dbUrl = adminUrl(database);
+    const seedConfig = loadConfig({ NODE_ENV: 'test', DATABASE_URL: dbUrl, SESSION_SECRET: sessionSecret });
+    // The owner's connection (one: the seed's session settings hold for all its statements).
+    owner = createDatabase(dbUrl, 1, createLogger('warn'));
+    await migrateLatest(owner);
+    const userId = await insertUser(owner, { email: `bench-${id}@example.com`, name: 'Bench User' });
+    await owner('users').where({ id: userId }).update({ email_verified_at: owner.fn.now() });
+    const token = (await createSession(owner, { userId, transport: 'bearer' }, seedConfig.session)).token;
+    console.log('seeding (set-based SQL as the owner)…');
+    const seeded = await seed(owner, userId);
+    const t = seeded.seconds;
+    console.log(
+      `seeded in ${t.total.toFixed(1)} s (projects ${t.projects.toFixed(1)} s, organisations ${t.orgs.toFixed(1)} s, memberships ${t.memberships.toFixed(1)} s, ` +
+        `users ${t.users.toFixed(1)} s, vacuum + analyze ${t.vacuumAnalyze.toFixed(1)} s): ${seeded.orgs.toLocaleString('en')} organisations, ` +
+        `${seeded.projects.toLocaleString('en')} projects, ${seeded.memberships.toLocaleString('en')} memberships, ${seeded.users.toLocaleString('en')} users`,
+    );
+    console.log(
+      `    every organisation has 100 projects except the ${seeded.largest} largest: ${seeded.orgProjects.toLocaleString('en')} projects (so that page ${DEEP_PAGE} of ${PAGE} exists) and ${seeded.orgMembers} members\n` +
+        `    bench user: member of ${seeded.userOrgs.toLocaleString('en')} organisations (the largest among them); measured organisation: ${seeded.orgId}, one of the largest`,
+    );
+
+    if (opts.applySql) {
+      await owner.raw(fs.readFileSync(opts.applySql, 'utf8'));
+      console.log(`applied ${path.relative(projectRoot, opts.applySql)} to the scratch database: NOT the shipped schema`);
+    }
+
+    // The deep page's cursor: the id of the 2,450th newest project of the measured organisation.
+    const deepAfter = (await owner('projects').where({ org_id: seeded.orgId }).orderBy('id', 'desc').offset((DEEP_PAGE - 1) * PAGE - 1).first('id')).id as string;
+    const deepCursor = encodeCursor({ id: deepAfter });
+
+    const setRls = async (on: boolean) => {
+      await owner!.raw(TENANT_TABLES.map((table) => `alter table ${table} ${on ? 'enable' : 'disable'} row level security;`).join('\n'));
+    };
+
+    // Servers: ours and the bare SQL baseline, both pinned to the same CPU.
+    const auth = `Bearer ${token}`;
+    const startOurs = async (name: string, nodeFlags: string[] = []) => {
+      const port = await freePort();
+      const [cmd, args] = pinned(serverCpu, process.execPath, [...nodeFlags, mainJs, 'serve']);
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        NODE_ENV: 'production',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+        SESSION_SECRET: sessionSecret,
+        DATABASE_URL: dbUrl,
+        REDIS_URL: redisUrl,
+        REDIS_PREFIX: prefix,
+        RUN_WORKERS: 'false',
+        MAIL_TRANSPORT: 'log', // nothing is sent here
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_IP_PER_MINUTE: UNLIMITED,
+      };
+      const server = startServer(name, cmd, args, env, port);
+      await waitFor(server, async () => {
+        if ((await fetch(`${server.url}/readyz`)).status !== 200) return false;
+        // Migrations checked and the database marked ready: authenticated operations answer.
+        return (await fetch(`${server.url}/v1/auth/me`, { headers: { Authorization: auth } })).status !== 503;
+      });
+      return server;
+    };
+    const ours = await startOurs('our service');
+    // After the service's start: the application role exists and has its grants.
+    const appUrl = appDatabaseUrl(seedConfig, dbUrl);
+    const poolMax = seedConfig.databasePoolMax;
+    const barePort = await freePort();
+    const [bcmd, bargs] = pinned(serverCpu, process.execPath, ['--import', 'tsx', path.join(__dirname, 'bare-sql.ts')]);
+    const bare = startServer('bare SQL baseline', bcmd, bargs, { ...process.env, NODE_ENV: 'production', PORT: String(barePort), BARE_DATABASE_URL: appUrl, BARE_POOL_MAX: String(poolMax) }, barePort);
+    await waitFor(bare, async () => (await fetch(`${bare.url}/v1/ping`)).status === 200);
+
+    const paths = {
+      first: `/v1/orgs/${seeded.orgId}/projects`,
+      deep: `/v1/orgs/${seeded.orgId}/projects?cursor=${deepCursor}`,
+      orgs: '/v1/orgs',
+      org: `/v1/orgs/${seeded.orgId}`,
+    };
+    type Endpoint = keyof typeof paths;
+    const ENDPOINTS: Endpoint[] = ['first', 'deep', 'orgs', 'org'];
+    const names: Record<Endpoint, string> = {
+      first: 'GET /v1/orgs/{id}/projects (page 1)',
+      deep: `GET /v1/orgs/{id}/projects (page ${DEEP_PAGE})`,
+      orgs: 'GET /v1/orgs (1,000-org user)',
+      org: 'GET /v1/orgs/{id}',
+    };
+
+    // Both servers answer the same items, with RLS on and off (page 50 starts at the 2,451st newest).
+    const expectedDeepFirst = (await owner('projects').where({ org_id: seeded.orgId }).orderBy('id', 'desc').offset((DEEP_PAGE - 1) * PAGE).first('id')).id as string;
+    const check = async (server: Server, p: Endpoint) => {
+      const res = await fetch(`${server.url}${paths[p]}`, { headers: { Authorization: auth } });
+      const body: any = await res.json();
+      if (res.status !== 200) throw new Error(`${server.name} GET ${paths[p]} answered ${res.status}: ${JSON.stringify(body)}`);
+      return p === 'org' ? [body.id, body.member_count] : [body.items.length, body.items[0]?.id, body.items.at(-1)?.id, body.next_cursor];
+    };
+    for (const rls of [true, false]) {
+      await setRls(rls);
+      for (const p of ENDPOINTS) {
+        const a = JSON.stringify(await check(ours, p));
+        const b = JSON.stringify(await check(bare, p));
+        if (a !== b) throw new Error(`${names[p]}: our service and the baseline disagree (RLS ${rls ? 'on' : 'off'}): ${a} vs ${b}`);
+      }
+    }
+    await setRls(true);
+    const deepCheck = await check(ours, 'deep');
+    if (deepCheck[0] !== PAGE || deepCheck[1] !== expectedDeepFirst) throw new Error(`page ${DEEP_PAGE} is not the 2,451st–2,500th newest projects: ${JSON.stringify(deepCheck)}`);
+
+    console.log(
+      `\norganisations benchmark: node ${process.version}, ${cpus} CPUs (${os.cpus()[0]?.model ?? '?'}, load average ${loadAtStart.toFixed(1)} before the run), wrk -t1 -c${opts.connections}, ` +
+        `warm-up ${opts.warmup} s, ${opts.duration} s × ${opts.rounds} round(s) (median), ` +
+        (opts.pin ? 'servers pinned to CPU 0, wrk to CPU 1 (Postgres floats)' : 'no CPU pinning') +
+        `\nour service: node dist/src/main.js serve, NODE_ENV=production, RUN_WORKERS=false, LOG_LEVEL=warn, DATABASE_POOL_MAX=${poolMax}; ` +
+        `baseline: bare-sql.ts (node:http + pg.Pool max ${poolMax}, the same SQL as the same role); scratch database ${database}` +
+        `\nevery answer checked: 200, the same items from ours and the baseline with RLS on and off; page ${DEEP_PAGE} = the 2,451st–2,500th newest projects\n`,
+    );
+
+    const target = (key: string, label: string, server: Server, p: string): Target => ({
+      key,
+      label,
+      url: `${server.url}${p}`,
+      auth,
+      connections: opts.connections,
+      cpu: wrkCpu,
+      pid: server.child.pid!, // taskset execs the command: the same pid
+    });
+    const on = Object.fromEntries(ENDPOINTS.map((e) => [e, target(`on.${e}`, `ours ${names[e]}`, ours, paths[e])])) as Record<Endpoint, Target>;
+    const off = Object.fromEntries(ENDPOINTS.map((e) => [e, target(`off.${e}`, `ours ${names[e]}, RLS off`, ours, paths[e])])) as Record<Endpoint, Target>;
+    const base = Object.fromEntries(ENDPOINTS.map((e) => [e, target(`bare.${e}`, `bare SQL ${names[e]}`, bare, paths[e])])) as Record<Endpoint, Target>;
+    const me = target('me', 'ours GET /v1/auth/me', ours, '/v1/auth/me');
+    const onPhase = [me, ...ENDPOINTS.map((e) => on[e]), ...ENDPOINTS.map((e) => base[e])];
+    const offPhase = ENDPOINTS.map((e) => off[e]);
+
+    // Postgres backends of the scratch database (the service's and the baseline's pools).
+    const backends = async (): Promise<number[]> => {
+      const { rows } = await admin.raw('select pid from pg_stat_activity where datname = ? and pid <> pg_backend_pid()', [database]);
+      return rows.map((r: { pid: number }) => r.pid);
+    };
+    const measure = async (tg: Target): Promise<Row> => {
+      const pgBefore = new Map((await backends()).map((p) => [p, cpuMs(p)]));
+      const before = cpuMs(tg.pid);
+      const r = await runWrk(tg, opts.duration);
+      const cpuUsed = cpuMs(tg.pid) - before;
+      // Backends alive at the end: what they used since the start (all of it for those opened
+      // meanwhile). One that closed during the run is missed (pools close idle ones after 30 s).
+      let pgUsed = 0;
+      for (const p of await backends()) {
+        const used = cpuMs(p) - (pgBefore.get(p) ?? 0);
+        if (Number.isFinite(used)) pgUsed += used;
+      }
+      const e = r.errors;
+      return {
+        label: tg.label,
+        rps: r.requests / (r.duration_us / 1e6),
+        p50ms: r.p50_us / 1000,
+        p99ms: r.p99_us / 1000,
+        cpuUs: (cpuUsed * 1000) / Math.max(1, r.requests),
+        pgCpuUs: (pgUsed * 1000) / Math.max(1, r.requests),
+        requests: r.requests,
+        errors: e.connect + e.read + e.write + e.status + e.timeout,
+      };
+    };
+
+    if (opts.warmup > 0) {
+      console.log(`warm-up: ${opts.warmup} s each`);
+      for (const tg of onPhase) await runWrk(tg, opts.warmup);
+      await setRls(false);
+      try {
+        for (const tg of offPhase) await runWrk(tg, opts.warmup);
+      } finally {
+        await setRls(true);
+      }
+    }
+
+    const rows = new Map<string, Row[]>([...onPhase, ...offPhase].map((tg) => [tg.key, []]));
+    const ratios = { first: [] as number[], deep: [] as number[] };
+    const rlsCost = Object.fromEntries(ENDPOINTS.map((e) => [e, [] as number[]])) as Record<Endpoint, number[]>;
+    const rotate = <T>(xs: T[], by: number) => xs.map((_, i) => xs[(i + by) % xs.length]!);
+    for (let round = 1; round <= opts.rounds; round++) {
+      console.log(`round ${round}/${opts.rounds}:`);
+      const got = new Map<string, Row>();
+      const runPhase = async (rls: boolean) => {
+        const phase = rls ? onPhase : offPhase;
+        console.log(`  RLS ${rls ? 'on' : 'off'}:`);
+        await setRls(rls);
+        try {
+          for (const tg of rotate(phase, round - 1)) {
+            const row = await measure(tg);
+            rows.get(tg.key)!.push(row);
+            got.set(tg.key, row);
+            printRow(row);
+          }
+        } finally {
+          if (!rls) await setRls(true);
+        }
+      };
+      // Alternate which phase goes first, so that neither always follows the other.
+      for (const rls of round % 2 === 1 ? [true, false] : [false, true]) await runPhase(rls);
+      const meRps = got.get('me')!.rps;
+      ratios.first.push(got.get('on.first')!.rps / meRps);
+      ratios.deep.push(got.get('on.deep')!.rps / meRps);
+      for (const e of ENDPOINTS) rlsCost[e].push(1 - got.get(`on.${e}`)!.rps / got.get(`off.${e}`)!.rps);
+    }
+
+    // -----------------------------------------------------------------------------------------
+    const r = (key: string) => medianRow(rows.get(key)!);
+    const rMe = r('me');
+    const header = `${'target'.padEnd(54)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'node µs/req'.padStart(11)} ${'pg µs/req'.padStart(9)}  notes (ratios: median of the rounds' ratios)`;
+    const line = (row: Row, note = '') =>
+      `${row.label.padEnd(54)} ${fmtRate(row.rps).padStart(7)} ${row.p50ms.toFixed(2).padStart(7)} ${row.p99ms.toFixed(2).padStart(7)} ${row.cpuUs.toFixed(0).padStart(11)} ${(Number.isFinite(row.pgCpuUs) ? row.pgCpuUs.toFixed(0) : '?').padStart(9)}  ${note}`;
+    console.log(`\nmedian of ${opts.rounds} round(s) of ${opts.duration} s, ${opts.connections} connections:\n${header}\n${'-'.repeat(header.length)}`);
+    console.log(line(rMe, '1.00 (the reference for the list)'));
+    for (const e of ENDPOINTS) {
+      const ours_ = r(`on.${e}`);
+      const bare_ = r(`bare.${e}`);
+      const vsBare = median(rows.get(`on.${e}`)!.map((row, i) => row.rps / rows.get(`bare.${e}`)![i]!.rps));
+      const vsMe = e === 'first' || e === 'deep' ? `, ${median(ratios[e]).toFixed(2)}× /me` : '';
+      console.log(line(bare_, 'baseline: the same SQL, bare node:http + pg'));
+      console.log(line(ours_, `RLS on: ${vsBare.toFixed(2)}× the baseline${vsMe}`));
+      console.log(line(r(`off.${e}`), `RLS off: the policies cost ${(median(rlsCost[e]) * 100).toFixed(1)}% of the throughput`));
+    }
+    for (const [key, list] of rows) {
+      const errors = list.reduce((n, row) => n + row.errors, 0);
+      if (errors > 0) console.log(`WARNING: ${key}: ${errors} socket errors or non-2xx answers over the rounds`);
+    }
+
+    const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
+    console.log(`\naims (RLS on, ${opts.connections} connections):`);
+    for (const e of ENDPOINTS) {
+      const p99 = r(`on.${e}`).p99ms;
+      console.log(`  ${verdict(p99 < AIMS.p99Ms)}  ${`p99 < ${AIMS.p99Ms} ms`.padEnd(30)} ${names[e].padEnd(40)} ${p99.toFixed(2)} ms`);
+    }
+    for (const e of ['first', 'deep'] as const) {
+      const ratio = median(ratios[e]);
+      console.log(`  ${verdict(ratio >= AIMS.listVsMe)}  ${`req/s ≥ ${AIMS.listVsMe}× GET /v1/auth/me`.padEnd(30)} ${names[e].padEnd(40)} ${ratio.toFixed(2)}× (${fmtRate(r(`on.${e}`).rps)} vs ${fmtRate(rMe.rps)} req/s)`);
+    }
+    for (const e of ENDPOINTS) {
+      const cost = median(rlsCost[e]);
+      console.log(
+        `  ${verdict(cost < AIMS.rlsCost)}  ${`RLS cost < ${AIMS.rlsCost * 100}% of req/s`.padEnd(30)} ${names[e].padEnd(40)} ${(cost * 100).toFixed(1)}% (${fmtRate(r(`on.${e}`).rps)} on vs ${fmtRate(r(`off.${e}`).rps)} off req/s; p50 ${r(`on.${e}`).p50ms.toFixed(2)} vs ${r(`off.${e}`).p50ms.toFixed(2)} ms)`,
+      );
+    }
+    // Little's law: with every connection busy, mean latency = connections / throughput.
+    const needed = opts.connections / (AIMS.p99Ms / 1000);
+    console.log(
+      `  (with ${opts.connections} connections always busy, mean latency = ${opts.connections} / req/s: a p99 under ${AIMS.p99Ms} ms needs well over ${fmtRate(needed)} req/s; ` +
+        `GET /v1/auth/me did ${fmtRate(rMe.rps)} req/s, p99 ${rMe.p99ms.toFixed(2)} ms)`,
+    );
+    if (loadAtStart > 0.5 * cpus) console.log(`  note: load average ${loadAtStart.toFixed(1)} on ${cpus} CPUs before the run — other processes were busy; rerun on a quiet machine for absolute numbers`);
+    if (opts.applySql) console.log(`  note: measured with ${path.relative(projectRoot, opts.applySql)} applied — NOT the shipped schema`);
+
+    if (opts.sqlTimes) await sqlTimes(appUrl, setRls, seeded, userId, deepAfter);
+
+    if (opts.profile) {
+      // Where our service's CPU goes under each measured GET (RLS on): a fresh instance with
+      // --cpu-prof, pinned like the measured one; only the load phase is summarised.
+      for (const e of ENDPOINTS) {
+        const dir = fs.mkdtempSync(path.join(profileDir, 'p-'));
+        const profiled = await startOurs('our service (profiled)', ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+        await runWrk({ ...on[e], url: `${profiled.url}${paths[e]}`, pid: profiled.child.pid! }, 1);
+        const loadStart = performance.now();
+        const res = await runWrk({ ...on[e], url: `${profiled.url}${paths[e]}`, pid: profiled.child.pid! }, opts.duration);
+        const loadEnd = performance.now();
+        await stopProcess(profiled.child);
+        const exited = performance.now();
+        const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+        console.log(`\nCPU profile of our service under ${names[e]} (${fmtRate(res.requests / (res.duration_us / 1e6))} req/s while profiled; load phase only):`);
+        if (!file) console.log('  no profile written');
+        else {
+          const window = { fromEndUs: (exited - loadStart) * 1000, toEndUs: (exited - loadEnd) * 1000 };
+          for (const l of formatProfile(summariseProfile(path.join(dir, file), window), res.requests)) console.log(`  ${l}`);
+        }
+      }
+    }
+    console.log(`\ntotal run time ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  } finally {
+    await cleanup();
+  }
+}
+
+/**
+ * The database's share, without HTTP or concurrency: the statements of each request (BEGIN,
+ * set_config, membership lookup, list, COMMIT; the session lookup left out) run one after another
+ * on one connection as the application role, for the bench user (1,000 organisations) and a
+ * typical member (10), RLS on and off; then the plan of the page-1 list under the policies.
+ */
+async function sqlTimes(appUrl: string, setRls: (on: boolean) => Promise<void>, seeded: Seeded, benchUserId: string, deepAfter: string): Promise<void> {
+  const N = 100;
+  const client = new pg.Client({ connectionString: appUrl });
+  await client.connect();
+  type Stmt = [string, unknown[]];
+  const requests = (userId: string, orgId: string): Record<string, { orgId: string | null; stmts: Stmt[] }> => ({
+    first: { orgId, stmts: [[FIND_MEMBERSHIP, [userId, orgId, 1]], [LIST_PROJECTS, [orgId, PAGE + 1]]] },
+    deep: { orgId, stmts: [[FIND_MEMBERSHIP, [userId, orgId, 1]], [LIST_PROJECTS_BEFORE, [orgId, deepAfter, PAGE + 1]]] },
+    orgs: { orgId: null, stmts: [[LIST_ORGS, [userId, PAGE + 1]]] },
+    org: { orgId, stmts: [[FIND_MEMBERSHIP, [userId, orgId, 1]]] },
+  });
+  const once = async (userId: string, orgId: string | null, stmts: Stmt[]) => {
+    const t0 = performance.now();
+    await client.query('BEGIN;');
+    await client.query(SET_CONTEXT, [userId, orgId ?? '', '']);
+    for (const [sql, values] of stmts) await client.query(sql, values);
+    await client.query('COMMIT;');
+    return performance.now() - t0;
+  };
+  try {
+    const users = [
+      { name: `bench user (${seeded.userOrgs} orgs)`, id: benchUserId },
+      { name: `typical member (${seeded.typicalUserOrgs} orgs)`, id: seeded.typicalUserId },
+    ];
+    console.log(`\nSQL time per request in ms (median of ${N}; one connection, no HTTP: BEGIN + set_config + the request's statements + COMMIT, the session lookup left out):`);
+    console.log(`  ${'request'.padEnd(24)} ${users.map((u) => `${u.name}: RLS on / off`.padStart(40)).join(' ')}`);
+    const results: Record<string, string[]> = {};
+    for (const rls of [true, false]) {
+      await setRls(rls);
+      try {
+        for (const u of users) {
+          for (const [key, { orgId, stmts }] of Object.entries(requests(u.id, seeded.orgId))) {
+            for (let i = 0; i < 10; i++) await once(u.id, orgId, stmts);
+            const times: number[] = [];
+            for (let i = 0; i < N; i++) times.push(await once(u.id, orgId, stmts));
+            (results[`${key}|${u.id}`] ??= []).push(median(times).toFixed(2));
+          }
+        }
+      } finally {
+        await setRls(true);
+      }
+    }
+    const labels: Record<string, string> = { first: 'projects page 1', deep: `projects page ${DEEP_PAGE}`, orgs: 'GET /v1/orgs', org: 'GET /v1/orgs/{id}' };
+    for (const key of Object.keys(labels)) console.log(`  ${labels[key]!.padEnd(24)} ${users.map((u) => results[`${key}|${u.id}`]!.join(' / ').padStart(40)).join(' ')}`);
+
+    // The plan of the page-1 list as the application role, with the policies, for the bench user.
+    await client.query('BEGIN;');
+    await client.query(SET_CONTEXT, [benchUserId, seeded.orgId, '']);
+    const plan = await client.query(`explain (analyze, costs on, timing on) ${LIST_PROJECTS}`, [seeded.orgId, PAGE + 1]);
+    await client.query('COMMIT;');
+    console.log('\nplan of the page-1 list under the policies (bench user, app.org_id set):');
+    for (const row of plan.rows) console.log(`  ${row['QUERY PLAN']}`);
+  } finally {
+    await client.end();
+  }
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exitCode = 1;
+});

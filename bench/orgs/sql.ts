@@ -1,0 +1,26 @@
+// The statements the service sends for the benchmarked requests, as knex generates them (and the
+// session lookup's prepared statement, src/sessions/store.ts): shared by the bare SQL baseline and
+// the serial SQL timings of run.ts.
+export const FIND_LIVE_SESSION = {
+  name: 'sessions.find_live',
+  text: `with live as (
+     select s.id as session_id, s.transport, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at
+       from sessions s join users u on u.id = s.user_id
+      where s.token_hash = $1 and s.revoked_at is null and s.expires_at > $2 and s.last_seen_at > $3
+   ), touched as (
+     update sessions set last_seen_at = $2 where id = (select session_id from live) and last_seen_at < $4 returning id
+   )
+   select * from live`,
+};
+export const SET_CONTEXT = "select set_config('app.user_id', $1, true), set_config('app.org_id', $2, true), set_config('app.invitation_id', $3, true)";
+export const FIND_MEMBERSHIP =
+  'select "o"."id", "o"."name", "o"."slug", "o"."member_count", "o"."created_at", "o"."updated_at", "o"."deleted_at", "m"."role" from "organisations" as "o" ' +
+  'inner join "memberships" as "m" on "m"."org_id" = "o"."id" and "m"."user_id" = $1 where "o"."id" = $2 limit $3';
+export const LIST_PROJECTS =
+  'select "id", "org_id", "name", "description", "created_by", "created_at", "updated_at" from "projects" where "org_id" = $1 order by "id" desc limit $2';
+export const LIST_PROJECTS_BEFORE =
+  'select "id", "org_id", "name", "description", "created_by", "created_at", "updated_at" from "projects" where "org_id" = $1 and "id" < $2 order by "id" desc limit $3';
+export const LIST_ORGS =
+  'select "o"."id", "o"."name", "o"."slug", "o"."member_count", "o"."created_at", "o"."updated_at", "o"."deleted_at", "m"."role" from "memberships" as "m" ' +
+  'inner join "organisations" as "o" on "o"."id" = "m"."org_id" where "m"."user_id" = $1 and "o"."deleted_at" is null order by "m"."org_id" desc limit $2';
+
