@@ -68,7 +68,9 @@ export async function up(knex: Knex): Promise<void> {
       created_at timestamptz not null default now(),
       updated_at timestamptz not null default now()
     );
-    create unique index projects_org_id_name_key on projects (org_id, lower(name));
+    -- Name first: an index led by org_id would tempt the planner (its estimates under the policies
+    -- are poor) to read and sort every project of an organisation for the list's first page.
+    create unique index projects_org_id_name_key on projects (lower(name), org_id);
     -- Projects of an organisation, newest first (ids sort by creation time).
     create index projects_org_id_id_idx on projects (org_id, id desc);
 
@@ -77,10 +79,48 @@ export async function up(knex: Knex): Promise<void> {
     create function app_org_id() returns text language sql stable
       as $$ select nullif(current_setting('app.org_id', true), '') $$;
 
-    -- The organisations the acting user belongs to.
-    create function app_member_org_ids() returns text[] language sql stable security definer
+    -- The organisations the acting user belongs to; with an organisation in the path, at most
+    -- that one (the policies need no other, and a member of 1,000 organisations would otherwise
+    -- collect all of them for every statement). PL/pgSQL keeps its plans for the session; a
+    -- SECURITY DEFINER LANGUAGE sql function would be planned again in every statement.
+    create function app_member_org_ids() returns text[] language plpgsql stable security definer
       set search_path = pg_catalog, public
-      as $$ select coalesce(array_agg(org_id), '{}') from memberships where user_id = nullif(current_setting('app.user_id', true), '') $$;
+      as $$
+      declare
+        acting_user text := nullif(current_setting('app.user_id', true), '');
+        acting_org text := nullif(current_setting('app.org_id', true), '');
+        ids text[];
+      begin
+        if acting_org is null then
+          select coalesce(array_agg(org_id), '{}') into ids from memberships where user_id = acting_user;
+        else
+          select coalesce(array_agg(org_id), '{}') into ids from memberships where user_id = acting_user and org_id = acting_org;
+        end if;
+        return ids;
+      end
+      $$;
+
+    -- Entering an organisation of the path, in one round trip: sets the acting user and
+    -- organisation for the rest of the transaction (as Services.actingAs does) and answers the
+    -- organisation with the user's role in it, locked when asked; no row for a non-member.
+    create function app_enter_org(acting_user text, target_org text, lock_org boolean)
+      returns table (id text, name text, slug text, member_count integer, created_at timestamptz, updated_at timestamptz, deleted_at timestamptz, role text)
+      language plpgsql volatile security definer
+      set search_path = pg_catalog, public
+      as $$
+      begin
+        perform set_config('app.user_id', acting_user, true), set_config('app.org_id', target_org, true), set_config('app.invitation_id', '', true);
+        if lock_org then
+          return query select o.id, o.name, o.slug, o.member_count, o.created_at, o.updated_at, o.deleted_at, m.role
+            from organisations o join memberships m on m.org_id = o.id and m.user_id = acting_user
+            where o.id = target_org for update of o;
+        else
+          return query select o.id, o.name, o.slug, o.member_count, o.created_at, o.updated_at, o.deleted_at, m.role
+            from organisations o join memberships m on m.org_id = o.id and m.user_id = acting_user
+            where o.id = target_org;
+        end if;
+      end
+      $$;
 
     -- Whether the acting user may insert their own membership with this role: as the founder of
     -- an organisation that has no members yet (its first owner), or through the open, unexpired
@@ -158,25 +198,34 @@ export async function up(knex: Knex): Promise<void> {
     alter table invitations enable row level security;
     alter table projects enable row level security;
 
-    -- Organisations: members see theirs; anyone signed in may found one (as its creator). No
-    -- delete policy: organisations are soft-deleted, and purged only by the function above.
+    -- Organisations: members see theirs (one index lookup of their own membership per row);
+    -- anyone signed in may found one (as its creator). No delete policy: organisations are
+    -- soft-deleted, and purged only by the function above.
     create policy organisations_member on organisations for select
-      using (id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or id = (select app_org_id())));
+      using (((select app_org_id()) is null or id = (select app_org_id()))
+             and exists (select 1 from memberships m where m.org_id = organisations.id and m.user_id = (select app_user_id())));
     create policy organisations_member_update on organisations for update
-      using (id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or id = (select app_org_id())))
-      with check (id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or id = (select app_org_id())));
+      using (((select app_org_id()) is null or id = (select app_org_id()))
+             and exists (select 1 from memberships m where m.org_id = organisations.id and m.user_id = (select app_user_id())))
+      with check (((select app_org_id()) is null or id = (select app_org_id()))
+             and exists (select 1 from memberships m where m.org_id = organisations.id and m.user_id = (select app_user_id())));
     create policy organisations_found on organisations for insert
       with check (created_by = (select app_user_id()));
 
-    -- Memberships: readable, changeable and removable within the member's organisations; a new
+    -- Memberships: one's own, and the others of one's organisations (the second branch is
+    -- evaluated only for rows the first does not admit); changeable and removable there; a new
     -- one only for oneself, as founder or through an invitation (app_may_join).
     create policy memberships_member on memberships for select
-      using (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())));
+      using (((select app_org_id()) is null or org_id = (select app_org_id()))
+             and (user_id = (select app_user_id()) or org_id = any ((select app_member_org_ids())::text[])));
     create policy memberships_member_update on memberships for update
-      using (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())))
-      with check (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())));
+      using (((select app_org_id()) is null or org_id = (select app_org_id()))
+             and (user_id = (select app_user_id()) or org_id = any ((select app_member_org_ids())::text[])))
+      with check (((select app_org_id()) is null or org_id = (select app_org_id()))
+             and (user_id = (select app_user_id()) or org_id = any ((select app_member_org_ids())::text[])));
     create policy memberships_member_delete on memberships for delete
-      using (org_id = any ((select app_member_org_ids())::text[]) and ((select app_org_id()) is null or org_id = (select app_org_id())));
+      using (((select app_org_id()) is null or org_id = (select app_org_id()))
+             and (user_id = (select app_user_id()) or org_id = any ((select app_member_org_ids())::text[])));
     create policy memberships_join on memberships for insert
       with check (user_id = (select app_user_id()) and app_may_join(org_id, role));
 
@@ -199,6 +248,7 @@ export async function down(knex: Knex): Promise<void> {
     drop function app_purge_deleted_organisations(timestamptz, integer);
     drop function app_invitation_by_token_hash(bytea);
     drop function app_slugs_taken(text);
+    drop function app_enter_org(text, text, boolean);
     drop function app_may_join(text, text);
     drop function app_member_org_ids();
     drop function app_org_id();

@@ -39,7 +39,7 @@ export interface InOrgOptions {
 const userActor = (id: string): Actor => ({ kind: 'user', id });
 
 export class OrgService {
-  constructor(private readonly s: Pick<Services, 'actingAs' | 'now' | 'db'>) {}
+  constructor(private readonly s: Pick<Services, 'actingAs' | 'transaction' | 'now' | 'db'>) {}
 
   /**
    * Runs `fn` as `userId`, a member of `orgId` allowed to take `action`, in one transaction that
@@ -47,8 +47,9 @@ export class OrgService {
    * organisations alike; 403 `forbidden` for members whose role may not.
    */
   inOrg<T>(userId: string, orgId: string, action: OrgAction, fn: (ctx: InOrg) => Promise<T>, options: InOrgOptions = {}): Promise<T> {
-    return this.s.actingAs({ userId, orgId }, async (tx) => {
-      const found = await store.findMembership(tx.db, orgId, userId, options.lock);
+    return this.s.transaction(async (tx) => {
+      // Sets the acting user and organisation for row-level security, like actingAs, in the same round trip.
+      const found = await store.enterOrg(tx.trx!, userId, orgId, options.lock ?? false);
       if (!found || !this.reachable(found.org, found.role, options.includeDeleted)) throw commonErrors.notFound();
       authorize(found.role, action);
       return fn({ tx, org: found.org, role: found.role });

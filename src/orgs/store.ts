@@ -1,6 +1,8 @@
 // SQL for organisations and memberships. Every statement names its organisation (or its user)
 // itself; row-level security (the acting user set by Services.actingAs) is the second wall.
+import type { Knex } from 'knex';
 import type { Executor } from '../services';
+import { prepared, runPrepared } from '../platform/prepared';
 import type { Role } from './policy';
 
 export interface OrgRow {
@@ -38,13 +40,24 @@ const toMember = (r: any): MemberRow => ({ userId: r.user_id, email: r.email, na
 export const isUniqueViolation = (err: unknown, constraint: string) =>
   (err as { code?: string; constraint?: string }).code === '23505' && (err as { constraint?: string }).constraint === constraint;
 
-/** The organisation with the user's role in it, or null when the user is not a member. `lock`: FOR UPDATE of the organisation row. */
-export async function findMembership(db: Executor, orgId: string, userId: string, lock = false): Promise<{ org: OrgRow; role: Role } | null> {
-  const q = db('organisations as o')
+const ENTER_ORG = prepared('orgs.enter', 'select * from app_enter_org($1, $2, $3)');
+
+/**
+ * The first statement of a transaction under /v1/orgs/{orgId}: sets the acting user and
+ * organisation for row-level security and answers the organisation with the user's role (null for
+ * a non-member), in one round trip. `lock`: FOR UPDATE of the organisation row.
+ */
+export async function enterOrg(trx: Knex.Transaction, userId: string, orgId: string, lock: boolean): Promise<{ org: OrgRow; role: Role } | null> {
+  const [row] = await runPrepared<any>(trx, ENTER_ORG, [userId, orgId, lock]);
+  return row ? { org: toOrg(row), role: row.role } : null;
+}
+
+/** The organisation with the user's role in it, or null when the user is not a member. */
+export async function findMembership(db: Executor, orgId: string, userId: string): Promise<{ org: OrgRow; role: Role } | null> {
+  const row = await db('organisations as o')
     .join('memberships as m', (j) => j.on('m.org_id', 'o.id').andOnVal('m.user_id', userId))
     .where('o.id', orgId)
     .first([...ORG_COLUMNS, 'm.role']);
-  const row = await (lock ? q.forUpdate('o') : q);
   return row ? { org: toOrg(row), role: row.role } : null;
 }
 
@@ -112,7 +125,7 @@ export async function addMembership(db: Executor, m: { orgId: string; userId: st
   await db('organisations').where({ id: m.orgId }).increment('member_count', 1);
 }
 
-/** Removes one membership; the organisation row must be locked by the caller (findMembership with lock). */
+/** Removes one membership; the organisation row must be locked by the caller (enterOrg with lock). */
 export async function removeMembership(db: Executor, orgId: string, userId: string): Promise<void> {
   await db('organisations').where({ id: orgId }).decrement('member_count', 1);
   await db('memberships').where({ org_id: orgId, user_id: userId }).delete();

@@ -1,6 +1,7 @@
 // SQL for projects: every statement names its organisation (row-level security is the second wall).
 import type { Executor } from '../services';
 import { isUniqueViolation } from '../orgs/store';
+import { prepared, runPrepared } from '../platform/prepared';
 
 export interface ProjectRow {
   id: string;
@@ -31,16 +32,13 @@ export async function find(db: Executor, orgId: string, id: string): Promise<Pro
   return row ? toProject(row) : null;
 }
 
+// The list is the hottest tenant read: prepared, so each connection parses and plans it once.
+const LIST_FIRST = prepared('projects.list_first', `select ${COLUMNS.join(', ')} from projects where org_id = $1 order by id desc limit $2`);
+const LIST_AFTER = prepared('projects.list_after', `select ${COLUMNS.join(', ')} from projects where org_id = $1 and id < $2 order by id desc limit $3`);
+
 /** Newest first (ids sort by creation time). */
 export async function list(db: Executor, orgId: string, page: { limit: number; beforeId?: string }): Promise<ProjectRow[]> {
-  const rows = await db('projects')
-    .where({ org_id: orgId })
-    .modify((q) => {
-      if (page.beforeId) q.where('id', '<', page.beforeId);
-    })
-    .orderBy('id', 'desc')
-    .limit(page.limit)
-    .select(COLUMNS);
+  const rows = page.beforeId ? await runPrepared(db, LIST_AFTER, [orgId, page.beforeId, page.limit]) : await runPrepared(db, LIST_FIRST, [orgId, page.limit]);
   return rows.map(toProject);
 }
 
