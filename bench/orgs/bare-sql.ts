@@ -15,7 +15,7 @@
 import http from 'node:http';
 import pg from 'pg';
 import { hashToken, looksLikeToken } from '../../src/sessions/tokens';
-import { FIND_LIVE_SESSION, FIND_MEMBERSHIP, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_BEFORE, SET_CONTEXT } from './sql';
+import { ENTER_ORG, FIND_LIVE_SESSION, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_BEFORE, SET_CONTEXT } from './sql';
 
 const LIMIT = 50;
 const IDLE_TIMEOUT_MS = 14 * 24 * 3600 * 1000; // SESSION_IDLE_TIMEOUT_SECONDS default
@@ -61,12 +61,15 @@ async function userOf(req: http.IncomingMessage): Promise<string | null> {
   return rows[0] && rows[0].transport === 'bearer' ? (rows[0].id as string) : null;
 }
 
-/** One transaction as `userId` (in `orgId`), like Services.actingAs. */
+/**
+ * One transaction as `userId`: like Services.actingAs without an organisation (a set_config
+ * statement), like OrgService.inOrg with one (the context is set by app_enter_org, in `fn`).
+ */
 async function actingAs<T>(userId: string, orgId: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN;');
-    await client.query(SET_CONTEXT, [userId, orgId, '']);
+    if (!orgId) await client.query(SET_CONTEXT, [userId, orgId, '']);
     const result = await fn(client);
     await client.query('COMMIT;');
     return result;
@@ -78,7 +81,7 @@ async function actingAs<T>(userId: string, orgId: string, fn: (c: pg.PoolClient)
   }
 }
 
-const membership = async (c: pg.PoolClient, orgId: string, userId: string) => (await c.query(FIND_MEMBERSHIP, [userId, orgId, 1])).rows[0] ?? null;
+const membership = async (c: pg.PoolClient, orgId: string, userId: string) => (await c.query({ ...ENTER_ORG, values: [userId, orgId, false] })).rows[0] ?? null;
 
 type Answer = [number, unknown];
 
@@ -108,7 +111,10 @@ async function route(req: http.IncomingMessage): Promise<Answer> {
   const rows = await actingAs(userId, orgId, async (c) => {
     const found = await membership(c, orgId, userId);
     if (!found || found.deleted_at) return null;
-    return (await (before ? c.query(LIST_PROJECTS_BEFORE, [orgId, before, LIMIT + 1]) : c.query(LIST_PROJECTS, [orgId, LIMIT + 1]))).rows;
+    const list = before
+      ? { name: 'projects.list_after', text: LIST_PROJECTS_BEFORE, values: [orgId, before, LIMIT + 1] }
+      : { name: 'projects.list_first', text: LIST_PROJECTS, values: [orgId, LIMIT + 1] };
+    return (await c.query(list)).rows;
   });
   return rows ? [200, listBody(rows, projectBody)] : [404, { code: 'not_found' }];
 }

@@ -52,7 +52,7 @@ import { createSession } from '../../src/sessions/store';
 import { encodeCursor } from '../../src/pagination';
 import { seed, type Seeded } from './seed';
 import { formatProfile, summariseProfile } from '../http/cpu-profile';
-import { FIND_MEMBERSHIP, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_BEFORE, SET_CONTEXT } from './sql';
+import { ENTER_ORG, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_BEFORE, SET_CONTEXT } from './sql';
 
 const AIMS = { p99Ms: 20, listVsMe: 0.5, rlsCost: 0.1 };
 const PAGE = 50; // the default limit
@@ -605,15 +605,15 @@ async function sqlTimes(appUrl: string, setRls: (on: boolean) => Promise<void>, 
   await client.connect();
   type Stmt = [string, unknown[]];
   const requests = (userId: string, orgId: string): Record<string, { orgId: string | null; stmts: Stmt[] }> => ({
-    first: { orgId, stmts: [[FIND_MEMBERSHIP, [userId, orgId, 1]], [LIST_PROJECTS, [orgId, PAGE + 1]]] },
-    deep: { orgId, stmts: [[FIND_MEMBERSHIP, [userId, orgId, 1]], [LIST_PROJECTS_BEFORE, [orgId, deepAfter, PAGE + 1]]] },
+    first: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]], [LIST_PROJECTS, [orgId, PAGE + 1]]] },
+    deep: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]], [LIST_PROJECTS_BEFORE, [orgId, deepAfter, PAGE + 1]]] },
     orgs: { orgId: null, stmts: [[LIST_ORGS, [userId, PAGE + 1]]] },
-    org: { orgId, stmts: [[FIND_MEMBERSHIP, [userId, orgId, 1]]] },
+    org: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]]] },
   });
   const once = async (userId: string, orgId: string | null, stmts: Stmt[]) => {
     const t0 = performance.now();
     await client.query('BEGIN;');
-    await client.query(SET_CONTEXT, [userId, orgId ?? '', '']);
+    if (!orgId) await client.query(SET_CONTEXT, [userId, '', '']); // with an organisation, app_enter_org sets it
     for (const [sql, values] of stmts) await client.query(sql, values);
     await client.query('COMMIT;');
     return performance.now() - t0;

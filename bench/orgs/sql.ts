@@ -13,9 +13,9 @@ export const FIND_LIVE_SESSION = {
    select * from live`,
 };
 export const SET_CONTEXT = "select set_config('app.user_id', $1, true), set_config('app.org_id', $2, true), set_config('app.invitation_id', $3, true)";
-export const FIND_MEMBERSHIP =
-  'select "o"."id", "o"."name", "o"."slug", "o"."member_count", "o"."created_at", "o"."updated_at", "o"."deleted_at", "m"."role" from "organisations" as "o" ' +
-  'inner join "memberships" as "m" on "m"."org_id" = "o"."id" and "m"."user_id" = $1 where "o"."id" = $2 limit $3';
+/** Entering an organisation of the path (src/orgs/store.ts enterOrg): sets the RLS context and reads the membership. */
+export const ENTER_ORG = { name: 'orgs.enter', text: 'select * from app_enter_org($1, $2, $3)' };
+// Prepared by the service (src/projects/store.ts), so prepared here too.
 export const LIST_PROJECTS =
   'select "id", "org_id", "name", "description", "created_by", "created_at", "updated_at" from "projects" where "org_id" = $1 order by "id" desc limit $2';
 export const LIST_PROJECTS_BEFORE =
