@@ -96,7 +96,7 @@ async function route(req: http.IncomingMessage): Promise<Answer> {
   const orgId = parts[3];
   if (orgId === undefined) {
     // GET /v1/orgs
-    const rows = await actingAs(userId, '', async (c) => (await c.query(LIST_ORGS, [userId, null, LIMIT + 1])).rows);
+    const rows = await actingAs(userId, '', async (c) => (await c.query({ name: 'orgs.member_organisations', text: LIST_ORGS, values: [userId, null, null, LIMIT + 1] })).rows);
     return [200, listBody(rows, orgBody)];
   }
   if (parts.length === 4) {

@@ -607,7 +607,7 @@ async function sqlTimes(appUrl: string, setRls: (on: boolean) => Promise<void>, 
   const requests = (userId: string, orgId: string): Record<string, { orgId: string | null; stmts: Stmt[] }> => ({
     first: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]], [LIST_PROJECTS, [orgId, PAGE + 1]]] },
     deep: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]], [LIST_PROJECTS_BEFORE, [orgId, deepAfter, PAGE + 1]]] },
-    orgs: { orgId: null, stmts: [[LIST_ORGS, [userId, null, PAGE + 1]]] },
+    orgs: { orgId: null, stmts: [[LIST_ORGS, [userId, null, null, PAGE + 1]]] },
     org: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]]] },
   });
   const once = async (userId: string, orgId: string | null, stmts: Stmt[]) => {

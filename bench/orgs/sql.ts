@@ -20,9 +20,5 @@ export const LIST_PROJECTS =
   'select "id", "org_id", "name", "description", "created_by", "created_at", "updated_at" from "projects" where "org_id" = $1 order by "id" desc limit $2';
 export const LIST_PROJECTS_BEFORE =
   'select "id", "org_id", "name", "description", "created_by", "created_at", "updated_at" from "projects" where "org_id" = $1 and "id" < $2 order by "id" desc limit $3';
-/** src/orgs/store.ts listForUser, first page, no deleted organisations ($2 null). */
-export const LIST_ORGS =
-  'select o.id, o.name, o.slug, o.member_count, o.created_at, o.updated_at, o.deleted_at, m.role ' +
-  'from (select org_id, role from memberships where user_id = $1 order by org_id desc offset 0) m ' +
-  "cross join lateral (select * from organisations o where o.id = m.org_id and (o.deleted_at is null or (m.role = 'owner' and o.deleted_at > $2::timestamptz))) o " +
-  'order by m.org_id desc limit $3';
+/** src/orgs/store.ts listForUser, first page, no deleted organisations ($3 null). */
+export const LIST_ORGS = 'select * from app_member_organisations($1, $2, $3, $4)';

@@ -91,6 +91,14 @@ it('nobody can insert a membership into another organisation, as founder or with
   expect(await owner('memberships').where({ org_id: b.org.id })).toHaveLength(1);
 });
 
+it('the list of a user’s organisations answers only the acting user', async () => {
+  const list = (acting: string, of: string) =>
+    t.ctx.services.actingAs({ userId: acting }, async (tx) => (await tx.db.raw('select id from app_member_organisations(?, null, null, 50)', [of])).rows);
+  expect(await list(a.user.userId, a.user.userId)).toEqual([{ id: a.org.id }]);
+  expect(await list(a.user.userId, b.user.userId)).toEqual([]);
+  expect((await t.ctx.db.raw('select id from app_member_organisations(?, null, null, 50)', [b.user.userId])).rows).toEqual([]);
+});
+
 it('the acting user does not outlive its transaction on the pooled connection', async () => {
   await t.ctx.services.actingAs({ userId: a.user.userId, orgId: a.org.id }, async (tx) => {
     expect((await tx.db('projects').select()).length).toBe(1);
