@@ -26,7 +26,7 @@
 //
 // --profile: afterwards, a CPU profile of the service under each measured GET (RLS on).
 // --apply-sql: runs a SQL file as the owner on the scratch database after seeding, to try a schema
-// change (e.g. bench/orgs/candidate-fixes.sql); the report then says it is not the shipped schema.
+// change; the report then says it is not the shipped schema.
 //
 // Load generator and pinning as in bench/http/run.ts: Debian's `wrk` (apt-get install -y wrk),
 // each server on CPU 0 and wrk on CPU 1 when the machine has 2+ cores; Postgres and Redis float.
