@@ -82,7 +82,8 @@ export class Services {
 
   /**
    * `transaction`, with row-level security told who is acting (and in which organisation): every
-   * read or write of tenant data goes through here. Called on a transaction's services, it
+   * read or write of tenant data goes through here, or through OrgService.inOrg, whose first
+   * statement (app_enter_org) sets the same context. Called on a transaction's services, it
    * changes the acting context for the rest of that transaction.
    */
   actingAs<T>(who: TenantContext, fn: (tx: Services) => Promise<T>): Promise<T> {
