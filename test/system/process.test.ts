@@ -218,7 +218,7 @@ async function sigtermDuringRequest() {
   await sleep(200); // the server has parsed the headers: the request is in flight
 
   proc.child.kill('SIGTERM');
-  await waitForLog(proc, 'shutting down: no new connections, finishing in-flight requests', 5_000);
+  await waitForLog(proc, 'shutting down: no new connections, finishing in-flight requests', 15_000);
 
   const finishRequest = async (): Promise<Answer> => {
     socket.write(body.slice(10));
