@@ -23,20 +23,20 @@
 // Redis (REDIS_URL, default redis://127.0.0.1:6379). Creates a scratch database bench_http_<random>
 // and the Redis key prefix bench-http:<random>:, and removes both (and every child process) at the end.
 import os from 'node:os';
-import net from 'node:net';
 import path from 'node:path';
-import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import knex, { type Knex } from 'knex';
-import { adminUrl, deleteKeys } from '../scratch';
+import { adminUrl, openScratch } from '../scratch';
+import { parseOptions } from '../options';
+import { cpuMs, cpuPinning, pinByDefault, runForJsonLine, sleep, type Server } from '../processes';
+import { buildService, profileService, startBareServer, startService } from '../service';
+import { checkWrk, runWrk, wrkRate, wrkSummary, type WrkTarget } from '../wrk';
+import { fmtRate, median, medianBy, medianRow, rotate } from '../rounds';
 import { loadConfig, projectRoot } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { createDatabase, migrateLatest } from '../../src/platform/database';
 import { insertUser } from '../../src/accounts/store';
 import { hashPassword } from '../../src/accounts/passwords';
 import { createSession } from '../../src/sessions/store';
-import { formatProfile, summariseProfile } from './cpu-profile';
 
 const AIMS = { pingVsExpress: 0.8, meVsExpressPing: 0.5, loginVsBcrypt: 0.9 };
 const BCRYPT_COST = 10;
@@ -60,142 +60,22 @@ const USAGE =
   'usage: npm run bench:http -- [--duration 5] [--warmup 2] [--connections 50] [--login-connections 8] [--rounds 3] [--no-build] [--no-pin] [--profile]';
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { duration: 5, warmup: 2, connections: 50, loginConnections: 8, rounds: 3, build: true, pin: os.cpus().length >= 2, profile: false };
-  const numeric: Record<string, 'duration' | 'warmup' | 'connections' | 'loginConnections' | 'rounds'> = {
-    '--duration': 'duration',
-    '--warmup': 'warmup',
-    '--connections': 'connections',
-    '--login-connections': 'loginConnections',
-    '--rounds': 'rounds',
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const [flag, inline] = arg.split('=', 2) as [string, string | undefined];
-    if (flag === '--no-build') opts.build = false;
-    else if (flag === '--no-pin') opts.pin = false;
-    else if (flag === '--profile') opts.profile = true;
-    else if (numeric[flag]) {
-      const value = Number(inline ?? argv[++i]);
-      if (!Number.isInteger(value) || value < (flag === '--warmup' ? 0 : 1)) throw new Error(`${USAGE}\n(bad value for ${flag})`);
-      opts[numeric[flag]!] = value;
-    } else throw new Error(`${USAGE}\n(unknown argument: ${arg})`);
-  }
-  return opts;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Scratch database and Redis prefix
-
-
-
-// ---------------------------------------------------------------------------------------------
-// Child processes
-
-const children = new Set<ChildProcess>();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
+  const defaults: Options = { duration: 5, warmup: 2, connections: 50, loginConnections: 8, rounds: 3, build: true, pin: pinByDefault(), profile: false };
+  return parseOptions(argv, defaults, {
+    usage: USAGE,
+    numbers: { '--duration': 'duration', '--warmup': 'warmup', '--connections': 'connections', '--login-connections': 'loginConnections', '--rounds': 'rounds' },
+    mayBeZero: ['--warmup'],
+    switches: { '--no-build': (o) => (o.build = false), '--no-pin': (o) => (o.pin = false), '--profile': (o) => (o.profile = true) },
   });
 }
-
-function pinned(cpu: number | null, cmd: string, args: string[]): [string, string[]] {
-  return cpu === null ? [cmd, args] : ['taskset', ['-c', String(cpu), cmd, ...args]];
-}
-
-interface Server {
-  name: string;
-  url: string;
-  child: ChildProcess;
-  output: string[];
-}
-
-function startServer(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, port: number): Server {
-  const child = spawn(cmd, args, { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  const output: string[] = [];
-  const keep = (chunk: Buffer) => {
-    output.push(chunk.toString());
-    if (output.length > 200) output.shift();
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  return { name, url: `http://127.0.0.1:${port}`, child, output };
-}
-
-async function waitFor(server: Server, ready: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (server.child.exitCode !== null) throw new Error(`${server.name} exited (${server.child.exitCode}):\n${server.output.join('')}`);
-    if (await ready().catch(() => false)) return;
-    await sleep(200);
-  }
-  throw new Error(`${server.name} did not become ready in ${timeoutMs} ms:\n${server.output.join('')}`);
-}
-
-async function stopProcess(child: ChildProcess, timeoutMs = 10_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  await exited;
-  clearTimeout(timer);
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------------------------
 // Load
 
-interface WrkResult {
-  requests: number;
-  duration_us: number;
-  p50_us: number;
-  p90_us: number;
-  p99_us: number;
-  max_us: number;
-  mean_us: number;
-  errors: { connect: number; read: number; write: number; status: number; timeout: number };
-}
-
-interface Target {
+interface Target extends WrkTarget {
   label: string;
-  url: string;
-  method?: 'GET' | 'POST';
-  body?: string;
-  auth?: string;
-  connections: number;
-  cpu: number | null;
   /** The server process, whose CPU time per request is reported beside the rate. */
   pid: number;
-}
-
-function runWrk(t: Target, seconds: number): Promise<WrkResult> {
-  const args = ['-t1', `-c${t.connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', path.join(__dirname, 'report.lua'), t.url];
-  const [cmd, argv] = pinned(t.cpu, 'wrk', args);
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, {
-      env: { ...process.env, WRK_METHOD: t.method ?? 'GET', WRK_BODY: t.body ?? '', WRK_AUTH: t.auth ?? '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(child);
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      children.delete(child);
-      const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
-      if (code !== 0 || !line) return reject(new Error(`wrk failed (${code}):\n${out}`));
-      resolve(JSON.parse(line.slice('WRK_JSON '.length)) as WrkResult);
-    });
-  });
 }
 
 interface Row {
@@ -210,47 +90,16 @@ interface Row {
   note?: string;
 }
 
-/** utime + stime of a process, in ms (Linux /proc; 0 elsewhere). */
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
-function cpuMs(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
-}
-
 async function runMeasured(t: Target, seconds: number): Promise<Row> {
-  const before = cpuMs(t.pid);
+  // CPU time of the server process (0 where /proc cannot be read).
+  const before = cpuMs(t.pid, 0);
   const r = await runWrk(t, seconds);
-  return toRow(t.label, r, cpuMs(t.pid) - before);
-}
-
-function toRow(label: string, r: WrkResult, cpuMsUsed: number): Row {
-  const e = r.errors;
-  return {
-    label,
-    cpuUs: (cpuMsUsed * 1000) / Math.max(1, r.requests),
-    rps: r.requests / (r.duration_us / 1e6),
-    p50ms: r.p50_us / 1000,
-    p99ms: r.p99_us / 1000,
-    requests: r.requests,
-    errors: e.connect + e.read + e.write + e.status + e.timeout,
-  };
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-
-/** The round with the median rate stands for the target (its p50/p99 are reported with it). */
-function medianRow(rows: Row[]): Row {
-  const sorted = [...rows].sort((a, b) => a.rps - b.rps);
-  return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, errors: rows.reduce((n, r) => n + r.errors, 0) };
+  const cpuMsUsed = cpuMs(t.pid, 0) - before;
+  return { label: t.label, cpuUs: (cpuMsUsed * 1000) / Math.max(1, r.requests), ...wrkSummary(r) };
 }
 
 function printRow(r: Row): void {
-  console.log(`    ${r.label.padEnd(34)} ${r.rps.toFixed(r.rps < 100 ? 1 : 0).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  CPU ${r.cpuUs.toFixed(0)} µs/req${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`);
+  console.log(`    ${r.label.padEnd(34)} ${fmtRate(r.rps).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  CPU ${r.cpuUs.toFixed(0)} µs/req${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`);
 }
 
 /** Sends `n` requests one after another (keep-alive) and returns how many database transactions they caused. */
@@ -274,82 +123,26 @@ interface BcryptResult {
 }
 
 function runBcrypt(seconds: number, concurrency: number): Promise<BcryptResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'bcrypt.ts'), String(BCRYPT_COST), String(seconds), String(concurrency)], {
-      cwd: projectRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(child);
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) => {
-      children.delete(child);
-      const line = out.split('\n').find((l) => l.startsWith('BCRYPT_JSON '));
-      if (code !== 0 || !line) return reject(new Error(`bcrypt bench failed (${code}):\n${out}`));
-      resolve(JSON.parse(line.slice('BCRYPT_JSON '.length)) as BcryptResult);
-    });
-  });
+  const args = ['--import', 'tsx', path.join(__dirname, 'bcrypt.ts'), String(BCRYPT_COST), String(seconds), String(concurrency)];
+  return runForJsonLine<BcryptResult>('bcrypt bench', process.execPath, args, { cwd: projectRoot }, 'BCRYPT_JSON ');
 }
 
 // ---------------------------------------------------------------------------------------------
 
-function checkWrk(): boolean {
-  const r = spawnSync('wrk', ['--version'], { encoding: 'utf8' });
-  if (r.error) {
-    console.error('wrk is not installed. It is the load generator of this benchmark: install Debian\'s package with\n\n    apt-get install -y wrk\n');
-    return false;
-  }
-  return true;
-}
-
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  if (!checkWrk()) {
-    process.exitCode = 1;
-    return;
-  }
+  if (!checkWrk()) return;
   const cpus = os.cpus().length;
-  const serverCpu = opts.pin ? 0 : null;
-  const wrkCpu = opts.pin ? 1 : null;
+  const { serverCpu, wrkCpu } = cpuPinning(opts.pin);
 
-  if (opts.build) {
-    console.log('building: tsc -p tsconfig.build.json');
-    const r = spawnSync(path.join(projectRoot, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: projectRoot, stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('build failed');
-  }
-  const mainJs = path.join(projectRoot, 'dist/src/main.js');
-  if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} is missing: run without --no-build`);
+  const mainJs = buildService(opts.build);
 
-  const id = randomBytes(4).toString('hex');
-  const database = `bench_http_${id}`;
-  const prefix = `bench-http:${id}:`;
-  const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-  const admin: Knex = knex({ client: 'pg', connection: adminUrl('postgres'), pool: { min: 0, max: 1 } });
-  let dbCreated = false;
-  let cleaned: Promise<void> | null = null;
-  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-http-prof-'));
-  const cleanup = () =>
-    (cleaned ??= (async () => {
-      await Promise.all([...children].map((c) => stopProcess(c)));
-      if (dbCreated) await admin.raw(`drop database if exists "${database}" with (force)`);
-      await admin.destroy();
-      const keys = await deleteKeys(redisUrl, prefix);
-      fs.rmSync(profileDir, { recursive: true, force: true });
-      console.log(`cleaned up: stopped every child process, dropped ${database}, deleted ${keys} Redis keys under ${prefix}`);
-    })());
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      console.error(`${signal}: cleaning up`);
-      cleanup().finally(() => process.exit(130));
-    });
-  }
+  const scratch = openScratch('http');
+  const { id, database, prefix, redisUrl, admin, profileDir } = scratch;
 
   try {
     // Scratch database, migrated, with one user (password at the bench cost) and a bearer session.
-    await admin.raw(`create database "${database}"`);
-    dbCreated = true;
-    const dbUrl = adminUrl(database);
+    const dbUrl = await scratch.createDatabase();
     const seedConfig = loadConfig({ NODE_ENV: 'test', DATABASE_URL: dbUrl });
     const db = createDatabase(dbUrl, 2, createLogger('warn'));
     const email = `bench-${id}@example.com`;
@@ -366,44 +159,25 @@ async function main(): Promise<void> {
       return Number(rows[0]?.n ?? 0);
     };
 
-    const serviceEnv = (port: number): NodeJS.ProcessEnv => ({
-      ...process.env,
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      SESSION_SECRET: randomBytes(32).toString('base64url'),
-      DATABASE_URL: dbUrl,
-      REDIS_URL: redisUrl,
-      REDIS_PREFIX: prefix,
-      RUN_WORKERS: 'false',
-      MAIL_TRANSPORT: 'log', // registrations queue mail; nothing is sent here
-      LOG_LEVEL: 'warn',
-      BCRYPT_COST: String(BCRYPT_COST),
-      RATE_LIMIT_LOGIN_PER_MINUTE: UNLIMITED,
-      RATE_LIMIT_REGISTER_PER_MINUTE: UNLIMITED,
-      RATE_LIMIT_EMAIL_PER_15_MINUTES: UNLIMITED,
-      RATE_LIMIT_IP_PER_MINUTE: UNLIMITED,
-    });
-    const startOurs = async (name: string, cpu: number | null, nodeFlags: string[] = []) => {
-      const port = await freePort();
-      const [cmd, args] = pinned(cpu, process.execPath, [...nodeFlags, mainJs, 'serve']);
-      const server = startServer(name, cmd, args, serviceEnv(port), port);
-      await waitFor(server, async () => {
-        if ((await fetch(`${server.url}/readyz`)).status !== 200) return false;
-        // Migrations checked and the database marked ready: authenticated operations answer.
-        return (await fetch(`${server.url}/v1/auth/me`, { headers: { Authorization: `Bearer ${token}` } })).status !== 503;
+    const startOurs = (name: string, cpu: number | null, nodeFlags: string[] = []) =>
+      startService(name, {
+        mainJs,
+        cpu,
+        nodeFlags,
+        sessionSecret: randomBytes(32).toString('base64url'),
+        databaseUrl: dbUrl,
+        redisUrl,
+        redisPrefix: prefix,
+        auth: `Bearer ${token}`,
+        env: {
+          BCRYPT_COST: String(BCRYPT_COST),
+          RATE_LIMIT_LOGIN_PER_MINUTE: UNLIMITED,
+          RATE_LIMIT_REGISTER_PER_MINUTE: UNLIMITED,
+          RATE_LIMIT_EMAIL_PER_15_MINUTES: UNLIMITED,
+          RATE_LIMIT_IP_PER_MINUTE: UNLIMITED,
+        },
       });
-      return server;
-    };
-    const startBare = async (name: string, file: string) => {
-      const port = await freePort();
-      // `node --import tsx`: one process (the tsx CLI would fork a second), so its pid is the server's.
-      const [cmd, args] = pinned(serverCpu, process.execPath, ['--import', 'tsx', path.join(__dirname, file)]);
-      const server = startServer(name, cmd, args, { ...process.env, NODE_ENV: 'production', PORT: String(port) }, port);
-      await waitFor(server, async () => (await fetch(`${server.url}/v1/ping`)).status === 200);
-      return server;
-    };
+    const startBare = (name: string, file: string) => startBareServer(name, path.join(__dirname, file), serverCpu);
 
     const ours = await startOurs('our service', serverCpu);
     // Login is measured on an unpinned instance: taskset pins every thread of a process, and
@@ -467,7 +241,7 @@ async function main(): Promise<void> {
     for (let round = 1; round <= opts.rounds; round++) {
       console.log(`round ${round}/${opts.rounds}:`);
       // Rotate the order so that no target always runs first (or right after login's CPU burst).
-      const rotated = order.map((_, i) => order[(i + round - 1) % order.length]!);
+      const rotated = rotate(order, round - 1);
       const got = new Map<Target, Row>();
       for (const target of rotated) {
         const row = await runMeasured(target, opts.duration);
@@ -492,7 +266,7 @@ async function main(): Promise<void> {
       me: medianRow(rows.get(t.me)!),
       login: measureLogin ? medianRow(rows.get(t.login)!) : null,
     };
-    const bcrypt = [...bcryptRuns].sort((a, b) => a.ops_per_s - b.ops_per_s)[Math.floor((bcryptRuns.length - 1) / 2)]!;
+    const bcrypt = medianBy(bcryptRuns, (b) => b.ops_per_s);
     const pingRatio = median(roundRatios.ping);
     const meRatio = median(roundRatios.me);
     const loginRatio = measureLogin ? median(roundRatios.login) : null;
@@ -502,7 +276,7 @@ async function main(): Promise<void> {
 
     const header = `${'target'.padEnd(36)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(10)}  ratio (median of the rounds' ratios)`;
     const line = (label: string, rps: number, p50: number, p99: number, ratio: string, cpuUs?: number) =>
-      `${label.padEnd(36)} ${rps.toFixed(rps < 100 ? 1 : 0).padStart(9)} ${p50.toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)} ${(cpuUs === undefined ? '' : cpuUs.toFixed(0)).padStart(10)}  ${ratio}`;
+      `${label.padEnd(36)} ${fmtRate(rps).padStart(9)} ${p50.toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)} ${(cpuUs === undefined ? '' : cpuUs.toFixed(0)).padStart(10)}  ${ratio}`;
     console.log(`\nmedian of ${opts.rounds} round(s) of ${opts.duration} s:\n${header}\n${'-'.repeat(header.length + 8)}`);
     console.log(line(r.node.label, r.node.rps, r.node.p50ms, r.node.p99ms, `${nodeRatio.toFixed(2)}× bare Express`, r.node.cpuUs));
     console.log(line(r.express.label, r.express.rps, r.express.p50ms, r.express.p99ms, '1.00 (the ceiling)', r.express.cpuUs));
@@ -542,25 +316,16 @@ async function main(): Promise<void> {
         ...(measureLogin ? [{ label: 'POST /v1/auth/login', path: '/v1/auth/login', extra: { method: 'POST' as const, body: loginBody, connections: opts.loginConnections, cpu: null }, pinned: false }] : []),
       ];
       for (const { label, path: p, extra, pinned } of profiles) {
-        const dir = fs.mkdtempSync(path.join(profileDir, 'p-'));
-        const profiled = await startOurs(`our service (profiled)`, pinned ? serverCpu : null, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-        const loadStart = performance.now();
-        const r = await runWrk({ label, url: `${profiled.url}${p}`, connections: opts.connections, cpu: wrkCpu, pid: profiled.child.pid!, ...extra }, opts.duration);
-        const loadEnd = performance.now();
-        await stopProcess(profiled.child);
-        const exited = performance.now();
-        const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-        console.log(`\nCPU profile of our service under ${label} (${(r.requests / (r.duration_us / 1e6)).toFixed(0)} req/s while profiled; load phase only):`);
-        if (!file) console.log('  no profile written');
-        else {
-          // The profile ends at exit: the load phase is [exit - (exited - loadStart), exit - (exited - loadEnd)].
-          const window = { fromEndUs: (exited - loadStart) * 1000, toEndUs: (exited - loadEnd) * 1000 };
-          for (const l of formatProfile(summariseProfile(path.join(dir, file), window), r.requests)) console.log(`  ${l}`);
-        }
+        await profileService({
+          profileDir,
+          start: (nodeFlags) => startOurs(`our service (profiled)`, pinned ? serverCpu : null, nodeFlags),
+          load: (profiled) => runWrk({ url: `${profiled.url}${p}`, connections: opts.connections, cpu: wrkCpu, ...extra }, opts.duration),
+          heading: (r) => `\nCPU profile of our service under ${label} (${wrkRate(r).toFixed(0)} req/s while profiled; load phase only):`,
+        });
       }
     }
   } finally {
-    await cleanup();
+    await scratch.cleanup();
   }
 }
 

@@ -35,14 +35,17 @@
 // Redis (REDIS_URL, default redis://127.0.0.1:6379). Creates a scratch database bench_orgs_<random>
 // and the Redis key prefix bench-orgs:<random>:, and removes both (and every child process) at the end.
 import os from 'node:os';
-import net from 'node:net';
 import path from 'node:path';
 import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import knex, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import pg from 'pg';
-import { adminUrl, deleteKeys } from '../scratch';
+import { openScratch } from '../scratch';
+import { parseOptions } from '../options';
+import { cpuMs, cpuPinning, pinByDefault, type Server } from '../processes';
+import { buildService, profileService, startBareServer, startService } from '../service';
+import { checkWrk, runWrk, wrkRate, wrkSummary, type WrkTarget } from '../wrk';
+import { fmtRate, median, medianRow, rotate } from '../rounds';
 import { loadConfig, projectRoot } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { createDatabase, migrateLatest } from '../../src/platform/database';
@@ -51,7 +54,6 @@ import { insertUser } from '../../src/accounts/store';
 import { createSession } from '../../src/sessions/store';
 import { encodeCursor } from '../../src/pagination';
 import { seed, type Seeded } from './seed';
-import { formatProfile, summariseProfile } from '../http/cpu-profile';
 import { ENTER_ORG, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_BEFORE, SET_CONTEXT } from './sql';
 
 const AIMS = { p99Ms: 20, listVsMe: 0.5, rlsCost: 0.1 };
@@ -75,139 +77,29 @@ interface Options {
 const USAGE = 'usage: npm run bench:orgs -- [--duration 4] [--warmup 1] [--connections 32] [--rounds 3] [--no-build] [--no-pin] [--no-sql-times] [--profile] [--apply-sql file.sql]';
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { duration: 4, warmup: 1, connections: 32, rounds: 3, build: true, pin: os.cpus().length >= 2, sqlTimes: true, profile: false, applySql: null };
-  const numeric: Record<string, 'duration' | 'warmup' | 'connections' | 'rounds'> = {
-    '--duration': 'duration',
-    '--warmup': 'warmup',
-    '--connections': 'connections',
-    '--rounds': 'rounds',
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const [flag, inline] = arg.split('=', 2) as [string, string | undefined];
-    if (flag === '--no-build') opts.build = false;
-    else if (flag === '--no-pin') opts.pin = false;
-    else if (flag === '--no-sql-times') opts.sqlTimes = false;
-    else if (flag === '--profile') opts.profile = true;
-    else if (flag === '--apply-sql') {
-      const file = inline ?? argv[++i];
-      if (!file) throw new Error(`${USAGE}\n(--apply-sql needs a file)`);
-      opts.applySql = path.resolve(file);
-    }
-    else if (numeric[flag]) {
-      const value = Number(inline ?? argv[++i]);
-      if (!Number.isInteger(value) || value < (flag === '--warmup' ? 0 : 1)) throw new Error(`${USAGE}\n(bad value for ${flag})`);
-      opts[numeric[flag]!] = value;
-    } else throw new Error(`${USAGE}\n(unknown argument: ${arg})`);
-  }
-  return opts;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Child processes (as bench/http/run.ts)
-
-const children = new Set<ChildProcess>();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
+  const defaults: Options = { duration: 4, warmup: 1, connections: 32, rounds: 3, build: true, pin: pinByDefault(), sqlTimes: true, profile: false, applySql: null };
+  return parseOptions(argv, defaults, {
+    usage: USAGE,
+    numbers: { '--duration': 'duration', '--warmup': 'warmup', '--connections': 'connections', '--rounds': 'rounds' },
+    mayBeZero: ['--warmup'],
+    switches: {
+      '--no-build': (o) => (o.build = false),
+      '--no-pin': (o) => (o.pin = false),
+      '--no-sql-times': (o) => (o.sqlTimes = false),
+      '--profile': (o) => (o.profile = true),
+    },
+    values: { '--apply-sql': { needs: 'a file', set: (o, file) => (o.applySql = path.resolve(file)) } },
   });
 }
 
-function pinned(cpu: number | null, cmd: string, args: string[]): [string, string[]] {
-  return cpu === null ? [cmd, args] : ['taskset', ['-c', String(cpu), cmd, ...args]];
-}
-
-interface Server {
-  name: string;
-  url: string;
-  child: ChildProcess;
-  output: string[];
-}
-
-function startServer(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, port: number): Server {
-  const child = spawn(cmd, args, { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  const output: string[] = [];
-  const keep = (chunk: Buffer) => {
-    output.push(chunk.toString());
-    if (output.length > 200) output.shift();
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  return { name, url: `http://127.0.0.1:${port}`, child, output };
-}
-
-async function waitFor(server: Server, ready: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (server.child.exitCode !== null) throw new Error(`${server.name} exited (${server.child.exitCode}):\n${server.output.join('')}`);
-    if (await ready().catch(() => false)) return;
-    await sleep(200);
-  }
-  throw new Error(`${server.name} did not become ready in ${timeoutMs} ms:\n${server.output.join('')}`);
-}
-
-async function stopProcess(child: ChildProcess, timeoutMs = 10_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  await exited;
-  clearTimeout(timer);
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 // ---------------------------------------------------------------------------------------------
-// Load
+// Load (wrk, pinning and child processes as in bench/http/run.ts: bench/wrk.ts, bench/processes.ts)
 
-interface WrkResult {
-  requests: number;
-  duration_us: number;
-  p50_us: number;
-  p90_us: number;
-  p99_us: number;
-  max_us: number;
-  mean_us: number;
-  errors: { connect: number; read: number; write: number; status: number; timeout: number };
-}
-
-interface Target {
+interface Target extends WrkTarget {
   key: string;
   label: string;
-  url: string;
-  auth: string;
-  connections: number;
-  cpu: number | null;
   /** The server process, whose CPU time per request is reported beside the rate. */
   pid: number;
-}
-
-function runWrk(t: Target, seconds: number): Promise<WrkResult> {
-  // The request shape and the JSON summary line: bench/http's wrk script.
-  const args = ['-t1', `-c${t.connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', path.join(__dirname, '../http/report.lua'), t.url];
-  const [cmd, argv] = pinned(t.cpu, 'wrk', args);
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { env: { ...process.env, WRK_METHOD: 'GET', WRK_BODY: '', WRK_AUTH: t.auth }, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      children.delete(child);
-      const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
-      if (code !== 0 || !line) return reject(new Error(`wrk failed (${code}):\n${out}`));
-      resolve(JSON.parse(line.slice('WRK_JSON '.length)) as WrkResult);
-    });
-  });
 }
 
 interface Row {
@@ -223,28 +115,6 @@ interface Row {
   errors: number;
 }
 
-/** utime + stime of a process, in ms (Linux /proc; NaN when it is gone). */
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
-function cpuMs(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-
-/** The round with the median rate stands for the target (its p50/p99 are reported with it). */
-function medianRow(rows: Row[]): Row {
-  const sorted = [...rows].sort((a, b) => a.rps - b.rps);
-  return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, errors: rows.reduce((n, r) => n + r.errors, 0) };
-}
-
-const fmtRate = (rps: number) => rps.toFixed(rps < 100 ? 1 : 0);
-
 function printRow(r: Row): void {
   console.log(
     `    ${r.label.padEnd(54)} ${fmtRate(r.rps).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2).padStart(6)} ms  p99 ${r.p99ms.toFixed(2).padStart(6)} ms` +
@@ -252,70 +122,29 @@ function printRow(r: Row): void {
   );
 }
 
-function checkWrk(): boolean {
-  const r = spawnSync('wrk', ['--version'], { encoding: 'utf8' });
-  if (r.error) {
-    console.error("wrk is not installed. It is the load generator of this benchmark: install Debian's package with\n\n    apt-get install -y wrk\n");
-    return false;
-  }
-  return true;
-}
-
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  if (!checkWrk()) {
-    process.exitCode = 1;
-    return;
-  }
+  if (!checkWrk()) return;
   const cpus = os.cpus().length;
-  const serverCpu = opts.pin ? 0 : null;
-  const wrkCpu = opts.pin ? 1 : null;
+  const { serverCpu, wrkCpu } = cpuPinning(opts.pin);
   const started = performance.now();
   // Before this benchmark's own work (build, seed, load — which drive the load average up themselves).
   const loadAtStart = os.loadavg()[0]!;
 
-  if (opts.build) {
-    console.log('building: tsc -p tsconfig.build.json');
-    const r = spawnSync(path.join(projectRoot, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: projectRoot, stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('build failed');
-  }
-  const mainJs = path.join(projectRoot, 'dist/src/main.js');
-  if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} is missing: run without --no-build`);
+  const mainJs = buildService(opts.build);
 
-  const id = randomBytes(4).toString('hex');
-  const database = `bench_orgs_${id}`;
-  const prefix = `bench-orgs:${id}:`;
-  const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-  const sessionSecret = randomBytes(32).toString('base64url');
-  const admin: Knex = knex({ client: 'pg', connection: adminUrl('postgres'), pool: { min: 0, max: 1 } });
   let owner: Knex | null = null;
-  let dbCreated = false;
-  let cleaned: Promise<void> | null = null;
-  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-orgs-prof-'));
-  const cleanup = () =>
-    (cleaned ??= (async () => {
-      await Promise.all([...children].map((c) => stopProcess(c)));
-      if (owner) await owner.destroy().catch(() => undefined);
-      if (dbCreated) await admin.raw(`drop database if exists "${database}" with (force)`);
-      await admin.destroy();
-      const keys = await deleteKeys(redisUrl, prefix);
-      fs.rmSync(profileDir, { recursive: true, force: true });
-      console.log(`cleaned up: stopped every child process, dropped ${database}, deleted ${keys} Redis keys under ${prefix}`);
-    })());
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      console.error(`${signal}: cleaning up`);
-      cleanup().finally(() => process.exit(130));
-    });
-  }
+  const scratch = openScratch('orgs', async () => {
+    if (owner) await owner.destroy().catch(() => undefined);
+  });
+  const { id, database, prefix, redisUrl, admin, profileDir } = scratch;
+  const sessionSecret = randomBytes(32).toString('base64url');
 
   try {
     // Scratch database, migrated; the bench user with a bearer session; then the bulk seed.
-    await admin.raw(`create database "${database}"`);
-    dbCreated = true;
-    const dbUrl = adminUrl(database);
+    const dbUrl = await scratch.createDatabase();
     const seedConfig = loadConfig({ NODE_ENV: 'test', DATABASE_URL: dbUrl, SESSION_SECRET: sessionSecret });
     // The owner's connection (one: the seed's session settings hold for all its statements).
     owner = createDatabase(dbUrl, 1, createLogger('warn'));
@@ -351,40 +180,23 @@ async function main(): Promise<void> {
 
     // Servers: ours and the bare SQL baseline, both pinned to the same CPU.
     const auth = `Bearer ${token}`;
-    const startOurs = async (name: string, nodeFlags: string[] = []) => {
-      const port = await freePort();
-      const [cmd, args] = pinned(serverCpu, process.execPath, [...nodeFlags, mainJs, 'serve']);
-      const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        NODE_ENV: 'production',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-        SESSION_SECRET: sessionSecret,
-        DATABASE_URL: dbUrl,
-        REDIS_URL: redisUrl,
-        REDIS_PREFIX: prefix,
-        RUN_WORKERS: 'false',
-        MAIL_TRANSPORT: 'log', // nothing is sent here
-        LOG_LEVEL: 'warn',
-        RATE_LIMIT_IP_PER_MINUTE: UNLIMITED,
-      };
-      const server = startServer(name, cmd, args, env, port);
-      await waitFor(server, async () => {
-        if ((await fetch(`${server.url}/readyz`)).status !== 200) return false;
-        // Migrations checked and the database marked ready: authenticated operations answer.
-        return (await fetch(`${server.url}/v1/auth/me`, { headers: { Authorization: auth } })).status !== 503;
+    const startOurs = (name: string, nodeFlags: string[] = []) =>
+      startService(name, {
+        mainJs,
+        cpu: serverCpu,
+        nodeFlags,
+        sessionSecret,
+        databaseUrl: dbUrl,
+        redisUrl,
+        redisPrefix: prefix,
+        auth,
+        env: { RATE_LIMIT_IP_PER_MINUTE: UNLIMITED },
       });
-      return server;
-    };
     const ours = await startOurs('our service');
     // After the service's start: the application role exists and has its grants.
     const appUrl = appDatabaseUrl(seedConfig, dbUrl);
     const poolMax = seedConfig.databasePoolMax;
-    const barePort = await freePort();
-    const [bcmd, bargs] = pinned(serverCpu, process.execPath, ['--import', 'tsx', path.join(__dirname, 'bare-sql.ts')]);
-    const bare = startServer('bare SQL baseline', bcmd, bargs, { ...process.env, NODE_ENV: 'production', PORT: String(barePort), BARE_DATABASE_URL: appUrl, BARE_POOL_MAX: String(poolMax) }, barePort);
-    await waitFor(bare, async () => (await fetch(`${bare.url}/v1/ping`)).status === 200);
+    const bare = await startBareServer('bare SQL baseline', path.join(__dirname, 'bare-sql.ts'), serverCpu, { BARE_DATABASE_URL: appUrl, BARE_POOL_MAX: String(poolMax) });
 
     const paths = {
       first: `/v1/orgs/${seeded.orgId}/projects`,
@@ -463,16 +275,11 @@ async function main(): Promise<void> {
         const used = cpuMs(p) - (pgBefore.get(p) ?? 0);
         if (Number.isFinite(used)) pgUsed += used;
       }
-      const e = r.errors;
       return {
         label: tg.label,
-        rps: r.requests / (r.duration_us / 1e6),
-        p50ms: r.p50_us / 1000,
-        p99ms: r.p99_us / 1000,
+        ...wrkSummary(r),
         cpuUs: (cpuUsed * 1000) / Math.max(1, r.requests),
         pgCpuUs: (pgUsed * 1000) / Math.max(1, r.requests),
-        requests: r.requests,
-        errors: e.connect + e.read + e.write + e.status + e.timeout,
       };
     };
 
@@ -490,7 +297,6 @@ async function main(): Promise<void> {
     const rows = new Map<string, Row[]>([...onPhase, ...offPhase].map((tg) => [tg.key, []]));
     const ratios = { first: [] as number[], deep: [] as number[] };
     const rlsCost = Object.fromEntries(ENDPOINTS.map((e) => [e, [] as number[]])) as Record<Endpoint, number[]>;
-    const rotate = <T>(xs: T[], by: number) => xs.map((_, i) => xs[(i + by) % xs.length]!);
     for (let round = 1; round <= opts.rounds; round++) {
       console.log(`round ${round}/${opts.rounds}:`);
       const got = new Map<string, Row>();
@@ -570,26 +376,19 @@ async function main(): Promise<void> {
       // Where our service's CPU goes under each measured GET (RLS on): a fresh instance with
       // --cpu-prof, pinned like the measured one; only the load phase is summarised.
       for (const e of ENDPOINTS) {
-        const dir = fs.mkdtempSync(path.join(profileDir, 'p-'));
-        const profiled = await startOurs('our service (profiled)', ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-        await runWrk({ ...on[e], url: `${profiled.url}${paths[e]}`, pid: profiled.child.pid! }, 1);
-        const loadStart = performance.now();
-        const res = await runWrk({ ...on[e], url: `${profiled.url}${paths[e]}`, pid: profiled.child.pid! }, opts.duration);
-        const loadEnd = performance.now();
-        await stopProcess(profiled.child);
-        const exited = performance.now();
-        const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-        console.log(`\nCPU profile of our service under ${names[e]} (${fmtRate(res.requests / (res.duration_us / 1e6))} req/s while profiled; load phase only):`);
-        if (!file) console.log('  no profile written');
-        else {
-          const window = { fromEndUs: (exited - loadStart) * 1000, toEndUs: (exited - loadEnd) * 1000 };
-          for (const l of formatProfile(summariseProfile(path.join(dir, file), window), res.requests)) console.log(`  ${l}`);
-        }
+        const atProfiled = (profiled: Server): Target => ({ ...on[e], url: `${profiled.url}${paths[e]}`, pid: profiled.child.pid! });
+        await profileService({
+          profileDir,
+          start: (nodeFlags) => startOurs('our service (profiled)', nodeFlags),
+          warmUp: (profiled) => runWrk(atProfiled(profiled), 1),
+          load: (profiled) => runWrk(atProfiled(profiled), opts.duration),
+          heading: (res) => `\nCPU profile of our service under ${names[e]} (${fmtRate(wrkRate(res))} req/s while profiled; load phase only):`,
+        });
       }
     }
     console.log(`\ntotal run time ${((performance.now() - started) / 1000).toFixed(0)} s`);
   } finally {
-    await cleanup();
+    await scratch.cleanup();
   }
 }
 
