@@ -1,17 +1,7 @@
 // The statements the service sends for the benchmarked requests, as knex generates them (and the
 // session lookup's prepared statement, src/sessions/store.ts): shared by the bare SQL baseline and
 // the serial SQL timings of run.ts.
-export const FIND_LIVE_SESSION = {
-  name: 'sessions.find_live',
-  text: `with live as (
-     select s.id as session_id, s.transport, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at
-       from sessions s join users u on u.id = s.user_id
-      where s.token_hash = $1 and s.revoked_at is null and s.expires_at > $2 and s.last_seen_at > $3
-   ), touched as (
-     update sessions set last_seen_at = $2 where id = (select session_id from live) and last_seen_at < $4 returning id
-   )
-   select * from live`,
-};
+export { FIND_LIVE_SESSION } from '../../src/sessions/store';
 export const SET_CONTEXT = "select set_config('app.user_id', $1, true), set_config('app.org_id', $2, true), set_config('app.invitation_id', $3, true)";
 /** Entering an organisation of the path (src/orgs/store.ts enterOrg): sets the RLS context and reads the membership. */
 export const ENTER_ORG = { name: 'orgs.enter', text: 'select * from app_enter_org($1, $2, $3)' };

@@ -33,7 +33,8 @@ export interface SessionPolicy {
 /** `last_seen_at` is written at most this often (DESIGN 2). */
 const TOUCH_EVERY_MS = 60_000;
 
-const FIND_LIVE_SESSION = prepared(
+/** Exported for bench:orgs, whose bare baseline sends the same statement. */
+export const FIND_LIVE_SESSION = prepared(
   'sessions.find_live',
   `with live as (
      select s.id as session_id, s.transport, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at
