@@ -23,7 +23,7 @@ function randomSuffix(): string {
 }
 
 /** `base-n`, the base cut so the whole stays within 40 characters (and ends with no hyphen before the suffix). */
-export function withSuffix(base: string, n: number | string): string {
+export function withSuffix(base: string, n: number): string {
   const suffix = `-${n}`;
   return `${base.slice(0, MAX - suffix.length).replace(/-+$/, '')}${suffix}`;
 }
