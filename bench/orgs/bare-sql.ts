@@ -15,7 +15,7 @@
 import http from 'node:http';
 import pg from 'pg';
 import { hashToken, looksLikeToken } from '../../src/sessions/tokens';
-import { ENTER_ORG, FIND_LIVE_SESSION, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_BEFORE, SET_CONTEXT } from './sql';
+import { ENTER_ORG, FIND_LIVE_SESSION, LIST_ORGS, LIST_PROJECTS_AS_MEMBER, SET_CONTEXT } from './sql';
 
 const LIMIT = 50;
 const IDLE_TIMEOUT_MS = 14 * 24 * 3600 * 1000; // SESSION_IDLE_TIMEOUT_SECONDS default
@@ -61,15 +61,12 @@ async function userOf(req: http.IncomingMessage): Promise<string | null> {
   return rows[0] && rows[0].transport === 'bearer' ? (rows[0].id as string) : null;
 }
 
-/**
- * One transaction as `userId`: like Services.actingAs without an organisation (a set_config
- * statement), like OrgService.inOrg with one (the context is set by app_enter_org, in `fn`).
- */
-async function actingAs<T>(userId: string, orgId: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+/** One transaction as `userId`, like Services.actingAs (a set_config statement after BEGIN). */
+async function actingAs<T>(userId: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN;');
-    if (!orgId) await client.query(SET_CONTEXT, [userId, orgId, '']);
+    await client.query(SET_CONTEXT, [userId, '', '']);
     const result = await fn(client);
     await client.query('COMMIT;');
     return result;
@@ -81,7 +78,6 @@ async function actingAs<T>(userId: string, orgId: string, fn: (c: pg.PoolClient)
   }
 }
 
-const membership = async (c: pg.PoolClient, orgId: string, userId: string) => (await c.query({ ...ENTER_ORG, values: [userId, orgId, false] })).rows[0] ?? null;
 
 type Answer = [number, unknown];
 
@@ -96,27 +92,21 @@ async function route(req: http.IncomingMessage): Promise<Answer> {
   const orgId = parts[3];
   if (orgId === undefined) {
     // GET /v1/orgs
-    const rows = await actingAs(userId, '', async (c) => (await c.query({ name: 'orgs.member_organisations', text: LIST_ORGS, values: [userId, null, null, LIMIT + 1] })).rows);
+    const rows = await actingAs(userId, async (c) => (await c.query({ name: 'orgs.member_organisations', text: LIST_ORGS, values: [userId, null, null, LIMIT + 1] })).rows);
     return [200, listBody(rows, orgBody)];
   }
   if (parts.length === 4) {
-    // GET /v1/orgs/{orgId}
-    const found = await actingAs(userId, orgId, (c) => membership(c, orgId, userId));
+    // GET /v1/orgs/{orgId}: one statement, no explicit transaction (as OrgService.get)
+    const found = (await pool.query({ ...ENTER_ORG, values: [userId, orgId, false] })).rows[0];
     return found && !found.deleted_at ? [200, orgBody(found)] : [404, { code: 'not_found' }];
   }
   if (parts[4] !== 'projects') return [404, { code: 'not_found' }];
-  // GET /v1/orgs/{orgId}/projects[?cursor=]
+  // GET /v1/orgs/{orgId}/projects[?cursor=]: one statement, no explicit transaction (as ProjectService.list)
   const cursor = url.searchParams.get('cursor');
-  const before = cursor ? (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')).id as string) : undefined;
-  const rows = await actingAs(userId, orgId, async (c) => {
-    const found = await membership(c, orgId, userId);
-    if (!found || found.deleted_at) return null;
-    const list = before
-      ? { name: 'projects.list_after', text: LIST_PROJECTS_BEFORE, values: [orgId, before, LIMIT + 1] }
-      : { name: 'projects.list_first', text: LIST_PROJECTS, values: [orgId, LIMIT + 1] };
-    return (await c.query(list)).rows;
-  });
-  return rows ? [200, listBody(rows, projectBody)] : [404, { code: 'not_found' }];
+  const before = cursor ? (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')).id as string) : null;
+  const rows = (await pool.query({ ...LIST_PROJECTS_AS_MEMBER, values: [userId, orgId, before, LIMIT + 1] })).rows;
+  if (!rows.length || rows[0].org_deleted_at) return [404, { code: 'not_found' }];
+  return [200, listBody(rows.filter((r) => r.id !== null), projectBody)];
 }
 
 const server = http.createServer((req, res) => {

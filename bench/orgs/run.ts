@@ -54,7 +54,7 @@ import { insertUser } from '../../src/accounts/store';
 import { createSession } from '../../src/sessions/store';
 import { encodeCursor } from '../../src/pagination';
 import { seed, type Seeded } from './seed';
-import { ENTER_ORG, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_BEFORE, SET_CONTEXT } from './sql';
+import { ENTER_ORG, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_AS_MEMBER, SET_CONTEXT } from './sql';
 
 const AIMS = { p99Ms: 20, listVsMe: 0.5, rlsCost: 0.1 };
 const PAGE = 50; // the default limit
@@ -404,8 +404,8 @@ async function sqlTimes(appUrl: string, setRls: (on: boolean) => Promise<void>, 
   await client.connect();
   type Stmt = [string, unknown[]];
   const requests = (userId: string, orgId: string): Record<string, { orgId: string | null; stmts: Stmt[] }> => ({
-    first: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]], [LIST_PROJECTS, [orgId, PAGE + 1]]] },
-    deep: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]], [LIST_PROJECTS_BEFORE, [orgId, deepAfter, PAGE + 1]]] },
+    first: { orgId, stmts: [[LIST_PROJECTS_AS_MEMBER.text, [userId, orgId, null, PAGE + 1]]] },
+    deep: { orgId, stmts: [[LIST_PROJECTS_AS_MEMBER.text, [userId, orgId, deepAfter, PAGE + 1]]] },
     orgs: { orgId: null, stmts: [[LIST_ORGS, [userId, null, null, PAGE + 1]]] },
     org: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]]] },
   });

@@ -150,6 +150,40 @@ export async function up(knex: Knex): Promise<void> {
       end
       $$;
 
+    -- The project list (the hottest tenant read) in one statement and no explicit transaction:
+    -- sets the context (set_config(…, true) lasts for this statement's own transaction), reads
+    -- the caller's membership and returns the page, every query under the policies (SECURITY
+    -- INVOKER). A member gets at least one row (its role, and null project columns when the
+    -- page is empty); a non-member none.
+    create function app_org_projects(acting_user text, target_org text, before_id text, max_rows integer)
+      returns table (member_role text, org_deleted_at timestamptz, id text, org_id text, name text, description text,
+                     created_by text, created_at timestamptz, updated_at timestamptz)
+      language plpgsql volatile security invoker
+      as $$
+      declare
+        found_role text;
+        found_deleted_at timestamptz;
+      begin
+        perform set_config('app.user_id', acting_user, true), set_config('app.org_id', target_org, true), set_config('app.invitation_id', '', true);
+        select m.role, o.deleted_at into found_role, found_deleted_at
+          from public.organisations o join public.memberships m on m.org_id = o.id and m.user_id = acting_user
+          where o.id = target_org;
+        if found_role is null then
+          return;
+        end if;
+        if before_id is null then
+          return query select found_role, found_deleted_at, p.id, p.org_id, p.name, p.description, p.created_by, p.created_at, p.updated_at
+            from public.projects p where p.org_id = target_org order by p.id desc limit max_rows;
+        else
+          return query select found_role, found_deleted_at, p.id, p.org_id, p.name, p.description, p.created_by, p.created_at, p.updated_at
+            from public.projects p where p.org_id = target_org and p.id < before_id order by p.id desc limit max_rows;
+        end if;
+        if not found then
+          return query select found_role, found_deleted_at, null::text, null::text, null::text, null::text, null::text, null::timestamptz, null::timestamptz;
+        end if;
+      end
+      $$;
+
     -- Whether the acting user may insert their own membership with this role: as the founder of
     -- an organisation that has no members yet (its first owner), or through the open, unexpired
     -- invitation named by app.invitation_id, addressed to the user's verified email.
@@ -278,6 +312,7 @@ export async function down(knex: Knex): Promise<void> {
     drop function app_slugs_taken(text);
     drop function app_enter_org(text, text, boolean);
     drop function app_member_organisations(text, text, timestamptz, integer);
+    drop function app_org_projects(text, text, text, integer);
     drop function app_may_join(text, text);
     drop function app_member_org_ids();
     drop function app_org_id();

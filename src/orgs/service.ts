@@ -49,17 +49,23 @@ export class OrgService {
   inOrg<T>(userId: string, orgId: string, action: OrgAction, fn: (ctx: InOrg) => Promise<T>, options: InOrgOptions = {}): Promise<T> {
     return this.s.transaction(async (tx) => {
       // Sets the acting user and organisation for row-level security, like actingAs, in the same round trip.
-      const found = await store.enterOrg(tx.trx!, userId, orgId, options.lock ?? false);
-      if (!found || !this.reachable(found.org, found.role, options.includeDeleted)) throw commonErrors.notFound();
-      authorize(found.role, action);
-      return fn({ tx, org: found.org, role: found.role });
+      const found = await store.enterOrg(tx.db, userId, orgId, options.lock ?? false);
+      this.admit(found && { role: found.role, deletedAt: found.org.deletedAt }, action, options.includeDeleted);
+      return fn({ tx, org: found!.org, role: found!.role });
     });
   }
 
-  /** Live organisations; deleted ones only to their owners within the restore window, and only where asked. */
-  private reachable(org: store.OrgRow, role: Role, includeDeleted = false): boolean {
-    if (!org.deletedAt) return true;
-    return includeDeleted && role === 'owner' && org.deletedAt.getTime() > this.s.now().getTime() - RESTORE_WINDOW_MS;
+  /**
+   * The rule every path into an organisation applies to the caller's membership (null: none):
+   * 404 for non-members and for deleted organisations (but to their owners within the restore
+   * window where `includeDeleted`), then 403 unless the role may take `action`.
+   */
+  admit(membership: { role: Role; deletedAt: Date | null } | null, action: OrgAction, includeDeleted = false): void {
+    if (!membership) throw commonErrors.notFound();
+    const { role, deletedAt } = membership;
+    const reachable = !deletedAt || (includeDeleted && role === 'owner' && deletedAt.getTime() > this.s.now().getTime() - RESTORE_WINDOW_MS);
+    if (!reachable) throw commonErrors.notFound();
+    authorize(role, action);
   }
 
   list(caller: Caller, page: { limit: number; beforeId?: string; includeDeleted: boolean }): Promise<OrgView[]> {
@@ -99,8 +105,11 @@ export class OrgService {
     }
   }
 
-  get(caller: Caller, orgId: string): Promise<OrgView> {
-    return this.inOrg(caller.userId, orgId, 'org.read', async ({ org, role }) => ({ ...org, role }), { includeDeleted: true });
+  /** One round trip, no explicit transaction: app_enter_org reads the membership itself (what inOrg does first). */
+  async get(caller: Caller, orgId: string): Promise<OrgView> {
+    const found = await store.enterOrg(this.s.db, caller.userId, orgId, false);
+    this.admit(found && { role: found.role, deletedAt: found.org.deletedAt }, 'org.read', true);
+    return { ...found!.org, role: found!.role };
   }
 
   /** PATCH /v1/orgs/{orgId}: `org.renamed` when something changed. */

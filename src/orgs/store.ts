@@ -1,6 +1,5 @@
 // SQL for organisations and memberships. Every statement names its organisation (or its user)
 // itself; row-level security (the acting user set by Services.actingAs) is the second wall.
-import type { Knex } from 'knex';
 import type { Executor } from '../services';
 import { prepared, runPrepared } from '../platform/prepared';
 import type { Role } from './policy';
@@ -47,7 +46,7 @@ const ENTER_ORG = prepared('orgs.enter', 'select * from app_enter_org($1, $2, $3
  * organisation for row-level security and answers the organisation with the user's role (null for
  * a non-member), in one round trip. `lock`: FOR UPDATE of the organisation row.
  */
-export async function enterOrg(trx: Knex.Transaction, userId: string, orgId: string, lock: boolean): Promise<{ org: OrgRow; role: Role } | null> {
+export async function enterOrg(trx: Executor, userId: string, orgId: string, lock: boolean): Promise<{ org: OrgRow; role: Role } | null> {
   const [row] = await runPrepared<any>(trx, ENTER_ORG, [userId, orgId, lock]);
   return row ? { org: toOrg(row), role: row.role } : null;
 }

@@ -15,10 +15,13 @@ const userActor = (id: string): Actor => ({ kind: 'user', id });
 const nameTaken = (name: string) => orgErrors.projectNameTaken(`A project named ${name} already exists in this organisation.`);
 
 export class ProjectService {
-  constructor(private readonly s: Pick<Services, 'orgs'>) {}
+  constructor(private readonly s: Pick<Services, 'orgs' | 'db'>) {}
 
-  list(caller: Caller, orgId: string, page: { limit: number; beforeId?: string }): Promise<store.ProjectRow[]> {
-    return this.s.orgs.inOrg(caller.userId, orgId, 'projects.read', ({ tx }) => store.list(tx.db, orgId, page));
+  /** One round trip (store.listAsMember), under the same admission rule as inOrg. */
+  async list(caller: Caller, orgId: string, page: { limit: number; beforeId?: string }): Promise<store.ProjectRow[]> {
+    const found = await store.listAsMember(this.s.db, caller.userId, orgId, page);
+    this.s.orgs.admit(found && { role: found.role, deletedAt: found.orgDeletedAt }, 'projects.read');
+    return found!.projects;
   }
 
   get(caller: Caller, orgId: string, id: string): Promise<store.ProjectRow> {

@@ -1,6 +1,7 @@
 // SQL for projects: every statement names its organisation (row-level security is the second wall).
 import type { Executor } from '../services';
 import { isUniqueViolation } from '../orgs/store';
+import type { Role } from '../orgs/policy';
 import { prepared, runPrepared } from '../platform/prepared';
 
 export interface ProjectRow {
@@ -32,14 +33,20 @@ export async function find(db: Executor, orgId: string, id: string): Promise<Pro
   return row ? toProject(row) : null;
 }
 
-// The list is the hottest tenant read: prepared, so each connection parses and plans it once.
-const LIST_FIRST = prepared('projects.list_first', `select ${COLUMNS.join(', ')} from projects where org_id = $1 order by id desc limit $2`);
-const LIST_AFTER = prepared('projects.list_after', `select ${COLUMNS.join(', ')} from projects where org_id = $1 and id < $2 order by id desc limit $3`);
+// The list is the hottest tenant read: one prepared statement, no explicit transaction (see
+// app_org_projects in the migration): the context, the membership and the page in one round trip.
+const LIST_AS_MEMBER = prepared('projects.list_as_member', 'select * from app_org_projects($1, $2, $3, $4)');
 
-/** Newest first (ids sort by creation time). */
-export async function list(db: Executor, orgId: string, page: { limit: number; beforeId?: string }): Promise<ProjectRow[]> {
-  const rows = page.beforeId ? await runPrepared(db, LIST_AFTER, [orgId, page.beforeId, page.limit]) : await runPrepared(db, LIST_FIRST, [orgId, page.limit]);
-  return rows.map(toProject);
+/** The caller's role in the organisation and a page of its projects, newest first; null for a non-member. */
+export async function listAsMember(
+  db: Executor,
+  userId: string,
+  orgId: string,
+  page: { limit: number; beforeId?: string },
+): Promise<{ role: Role; orgDeletedAt: Date | null; projects: ProjectRow[] } | null> {
+  const rows = await runPrepared<any>(db, LIST_AS_MEMBER, [userId, orgId, page.beforeId ?? null, page.limit]);
+  if (!rows.length) return null;
+  return { role: rows[0].member_role, orgDeletedAt: rows[0].org_deleted_at, projects: rows.filter((r) => r.id !== null).map(toProject) };
 }
 
 /** 'name_taken' when another project of the organisation has the name (case-insensitive). */
