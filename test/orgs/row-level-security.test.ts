@@ -99,6 +99,14 @@ it('the list of a user’s organisations answers only the acting user', async ()
   expect((await t.ctx.db.raw('select id from app_member_organisations(?, null, null, 50)', [b.user.userId])).rows).toEqual([]);
 });
 
+it('the one-statement project list sets its context for that statement only, and answers non-members nothing', async () => {
+  const page = (userId: string, orgId: string) => t.ctx.db.raw('select id, member_role from app_org_projects(?, ?, null, 50)', [userId, orgId]);
+  expect((await page(a.user.userId, a.org.id)).rows).toEqual([{ id: a.project.id, member_role: 'owner' }]);
+  expect((await page(b.user.userId, a.org.id)).rows).toEqual([]);
+  const { rows } = await t.ctx.db.raw("select current_setting('app.user_id', true) as u");
+  expect(rows[0].u || null).toBeNull();
+});
+
 it('the acting user does not outlive its transaction on the pooled connection', async () => {
   await t.ctx.services.actingAs({ userId: a.user.userId, orgId: a.org.id }, async (tx) => {
     expect((await tx.db('projects').select()).length).toBe(1);
