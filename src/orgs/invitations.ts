@@ -10,7 +10,7 @@ import type { Caller } from '../sessions/service';
 import type { Attempt } from '../ratelimit/limits';
 import { newId } from '../ids';
 import { hashToken, newSessionToken } from '../sessions/tokens';
-import { commonErrors } from '../errors';
+import { commonErrors, rateLimited } from '../errors';
 import { orgErrors } from './errors';
 import * as store from './invitations-store';
 import * as orgStore from './store';
@@ -24,7 +24,7 @@ const EXPIRY_MS = EXPIRY_DAYS * 24 * 3600 * 1000;
 const userActor = (id: string): Actor => ({ kind: 'user', id });
 
 export class InvitationService {
-  constructor(private readonly s: Pick<Services, 'orgs' | 'limits' | 'actingAs' | 'db' | 'config'>) {}
+  constructor(private readonly s: Pick<Services, 'orgs' | 'limits' | 'transaction' | 'db' | 'config'>) {}
 
   list(caller: Caller, orgId: string, page: { limit: number; beforeId?: string }): Promise<store.InvitationRow[]> {
     return this.s.orgs.inOrg(caller.userId, orgId, 'invitations.read', ({ tx }) => store.listOpen(tx.db, orgId, { ...page, now: tx.now() }));
@@ -101,7 +101,9 @@ export class InvitationService {
   async accept(caller: Caller, token: string, meta: RequestMeta): Promise<{ org: OrgView; member: orgStore.MemberRow }> {
     if (!caller.user.emailVerified) throw orgErrors.emailNotVerified('Verify your email address before accepting an invitation.');
     const userId = caller.userId;
-    return this.s.actingAs({ userId }, async (lookupTx) => {
+    // The token lookup is a function that needs no acting context; the context comes once the
+    // invitation's organisation is known.
+    return this.s.transaction(async (lookupTx) => {
       const found = await store.findByTokenHash(lookupTx.db, hashToken(token));
       const now = lookupTx.now();
       if (!found) throw orgErrors.invitationNotFound();
@@ -136,7 +138,7 @@ export class InvitationService {
     await this.s.orgs.inOrg(caller.userId, orgId, 'invitations.manage', ({ tx }) => check(tx));
     const [state] = await this.s.limits.count([attempt]);
     if (state!.spent) {
-      throw commonErrors.rateLimited(`${what}. Try again in ${state!.retryAfterSeconds} seconds.`, { headers: { 'Retry-After': String(state!.retryAfterSeconds) } });
+      throw rateLimited(state!.retryAfterSeconds, `${what}. Try again in ${state!.retryAfterSeconds} seconds.`);
     }
   }
 

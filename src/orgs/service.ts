@@ -91,8 +91,7 @@ export class OrgService {
       if (!(await store.insertOrg(tx.db, { id, name, slug, createdBy: caller.userId, now }))) throw orgErrors.slugTaken(`The slug ${slug} is already taken.`);
       await store.addMembership(tx.db, { orgId: id, userId: caller.userId, role: 'owner', now });
       await tx.audit.record({ action: 'org.created', actor: userActor(caller.userId), target: { kind: 'org', id }, orgId: id, data: { name, slug }, meta });
-      const created = await store.findMembership(tx.db, id, caller.userId);
-      return { ...created!.org, role: created!.role };
+      return { id, name, slug, memberCount: 1, createdAt: now, updatedAt: now, deletedAt: null, role: 'owner' };
     });
   }
 

@@ -2,6 +2,7 @@
 // itself; row-level security (the acting user set by Services.actingAs) is the second wall.
 import type { Executor } from '../services';
 import { prepared, runPrepared } from '../platform/prepared';
+import { isUniqueViolation } from '../platform/database';
 import type { Role } from './policy';
 
 export interface OrgRow {
@@ -35,9 +36,6 @@ const toOrg = (r: any): OrgRow => ({
 });
 
 const toMember = (r: any): MemberRow => ({ userId: r.user_id, email: r.email, name: r.name, role: r.role, joinedAt: r.created_at });
-
-export const isUniqueViolation = (err: unknown, constraint: string) =>
-  (err as { code?: string; constraint?: string }).code === '23505' && (err as { constraint?: string }).constraint === constraint;
 
 const ENTER_ORG = prepared('orgs.enter', 'select * from app_enter_org($1, $2, $3)');
 

@@ -26,6 +26,12 @@ export async function migrateLatest(db: Db, logger?: Logger): Promise<string[]> 
   return applied;
 }
 
+/** Whether `err` is PostgreSQL's unique violation (23505) of the named constraint or index. */
+export function isUniqueViolation(err: unknown, constraint: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e.code === '23505' && e.constraint === constraint;
+}
+
 /** Round trip to the database; resolves with the latency in ms. */
 export async function pingDatabase(db: Db): Promise<number> {
   const start = performance.now();

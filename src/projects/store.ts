@@ -1,6 +1,6 @@
 // SQL for projects: every statement names its organisation (row-level security is the second wall).
 import type { Executor } from '../services';
-import { isUniqueViolation } from '../orgs/store';
+import { isUniqueViolation } from '../platform/database';
 import type { Role } from '../orgs/policy';
 import { prepared, runPrepared } from '../platform/prepared';
 

@@ -2,9 +2,10 @@
 // keep every tenant's rows away from everyone else, even from a query that forgets its filter.
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
-import type { Db } from '../../src/platform/database';
+import { createDatabase, type Db } from '../../src/platform/database';
+import { Services } from '../../src/services';
 import { ownerDatabase } from '../support/orgs';
-import { assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from '../../src/platform/database-roles';
+import { appDatabaseUrl, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from '../../src/platform/database-roles';
 import { hashToken } from '../../src/sessions/tokens';
 
 let t: TestApp;
@@ -99,20 +100,42 @@ it('the list of a user’s organisations answers only the acting user', async ()
   expect((await t.ctx.db.raw('select id from app_member_organisations(?, null, null, 50)', [b.user.userId])).rows).toEqual([]);
 });
 
+/**
+ * Services over a pool of ONE connection as the application role: the statement after the
+ * request is then sure to run on the connection the request used, so a context left behind
+ * would show.
+ */
+async function withOneConnection(fn: (services: Services, db: Db) => Promise<void>): Promise<void> {
+  const db = createDatabase(appDatabaseUrl(t.ctx.config, t.ctx.config.databaseUrl!), 1);
+  try {
+    await fn(new Services({ ...t.ctx, db }), db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+const leftContext = async (db: Db) =>
+  (await db.raw("select nullif(current_setting('app.user_id', true), '') as u, nullif(current_setting('app.org_id', true), '') as o")).rows[0];
+
 it('the one-statement project list sets its context for that statement only, and answers non-members nothing', async () => {
-  const page = (userId: string, orgId: string) => t.ctx.db.raw('select id, member_role from app_org_projects(?, ?, null, 50)', [userId, orgId]);
-  expect((await page(a.user.userId, a.org.id)).rows).toEqual([{ id: a.project.id, member_role: 'owner' }]);
-  expect((await page(b.user.userId, a.org.id)).rows).toEqual([]);
-  const { rows } = await t.ctx.db.raw("select current_setting('app.user_id', true) as u");
-  expect(rows[0].u || null).toBeNull();
+  await withOneConnection(async (_services, db) => {
+    const page = (userId: string, orgId: string) => db.raw('select id, member_role from app_org_projects(?, ?, null, 50)', [userId, orgId]);
+    expect((await page(a.user.userId, a.org.id)).rows).toEqual([{ id: a.project.id, member_role: 'owner' }]);
+    expect(await leftContext(db)).toEqual({ u: null, o: null });
+    expect((await page(b.user.userId, a.org.id)).rows).toEqual([]);
+    expect(await db('projects').select()).toEqual([]);
+  });
 });
 
 it('the acting user does not outlive its transaction on the pooled connection', async () => {
-  await t.ctx.services.actingAs({ userId: a.user.userId, orgId: a.org.id }, async (tx) => {
-    expect((await tx.db('projects').select()).length).toBe(1);
+  await withOneConnection(async (services, db) => {
+    await services.actingAs({ userId: a.user.userId, orgId: a.org.id }, async (tx) => {
+      expect((await tx.db('projects').select()).length).toBe(1);
+    });
+    expect(await leftContext(db)).toEqual({ u: null, o: null });
+    expect(await db('projects').select()).toEqual([]);
+    // The same for operations under an organisation (their first statement sets the context).
+    await services.projects.get({ userId: a.user.userId } as never, a.org.id, a.project.id);
+    expect(await leftContext(db)).toEqual({ u: null, o: null });
   });
-  const { rows } = await t.ctx.db.raw("select current_setting('app.user_id', true) as u, current_setting('app.org_id', true) as o");
-  expect(rows[0].u || null).toBeNull();
-  expect(rows[0].o || null).toBeNull();
-  expect(await t.ctx.db('projects').select()).toEqual([]);
 });
