@@ -33,11 +33,25 @@ export interface Config {
    */
   databaseApp: { url: string | null; role: string };
   databasePoolMax: number;
+  /**
+   * How long a request waits on PostgreSQL before it answers 503: `connectMs` for a connection
+   * (opening one or waiting for a free one), `queryMs` for one statement (client side: also a
+   * database that stopped answering), `statementMs` the server-side statement_timeout, shorter
+   * than `queryMs` so a merely slow statement is cancelled by the server and its connection kept.
+   */
+  databaseTimeouts: { connectMs: number; queryMs: number; statementMs: number };
   dataDir: string;
   embeddedPostgresPort: number;
   redisUrl: string;
   /** Prefix for every Redis key, so several deployments (or test runs) can share one Redis. */
   redisPrefix: string;
+  /** How long a request waits on Redis: to connect, and for one command's answer. */
+  redisTimeouts: { connectMs: number; commandMs: number };
+  /**
+   * Node's server limits: a client must send its headers within `headersTimeoutMs` and its whole
+   * request within `requestTimeoutMs`; an idle keep-alive connection closes after `keepAliveTimeoutMs`.
+   */
+  http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number };
   /** Express `trust proxy`: which proxies may set X-Forwarded-For. */
   trustProxy: string | number | boolean;
   logLevel: string;
@@ -108,6 +122,25 @@ function roleName(raw: string): string {
   return raw;
 }
 
+function databaseTimeouts(env: Env): Config['databaseTimeouts'] {
+  const queryMs = positive(env, 'DATABASE_QUERY_TIMEOUT_MS', 1_000);
+  const statementMs = positive(env, 'DATABASE_STATEMENT_TIMEOUT_MS', Math.max(1, queryMs - 100));
+  if (statementMs >= queryMs) {
+    throw new ConfigError(`DATABASE_STATEMENT_TIMEOUT_MS (${statementMs}) must be below DATABASE_QUERY_TIMEOUT_MS (${queryMs}): the server cancels a slow statement first and keeps the connection`);
+  }
+  return { connectMs: positive(env, 'DATABASE_CONNECT_TIMEOUT_MS', 1_000), queryMs, statementMs };
+}
+
+function httpTimeouts(env: Env): Config['http'] {
+  const headersTimeoutMs = positive(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000);
+  const requestTimeoutMs = positive(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000);
+  // Node refuses a headers timeout longer than the request timeout.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+  return { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: positive(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000) };
+}
+
 function trustProxy(raw: string | undefined): string | number | boolean {
   if (raw === undefined || raw === '' || raw === 'false') return false;
   if (raw === 'true') return true;
@@ -129,10 +162,13 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: env.DATABASE_URL || null,
     databaseApp: { url: env.DATABASE_APP_URL || null, role: roleName(env.DATABASE_APP_ROLE || 'tenant_api_app') },
     databasePoolMax: int(env, 'DATABASE_POOL_MAX', 10),
+    databaseTimeouts: databaseTimeouts(env),
     dataDir: path.resolve(env.DATA_DIR ?? '.data'),
     embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329),
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisPrefix: env.REDIS_PREFIX ?? 'tenant-api:',
+    redisTimeouts: { connectMs: positive(env, 'REDIS_CONNECT_TIMEOUT_MS', 1_000), commandMs: positive(env, 'REDIS_COMMAND_TIMEOUT_MS', 500) },
+    http: httpTimeouts(env),
     trustProxy: trustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'silent' : 'info'),
     sessionSecret: env.SESSION_SECRET || 'development-only-secret-do-not-use-in-production',
