@@ -2,7 +2,9 @@ import type { AppContext } from './app-context';
 import type { Config } from './config';
 import type { Logger } from './logger';
 import type { Db } from './platform/database';
-import type { RedisClient } from './platform/redis';
+import { pingRedis, type RedisClient } from './platform/redis';
+import { pingDatabase } from './platform/database';
+import { DependencyMonitor, isConnectionFailure } from './platform/dependencies';
 import { loadContract } from './http/contract';
 import { JobSystem } from './jobs/system';
 import { JobRegistry, type JobKind } from './jobs/kinds';
@@ -32,10 +34,22 @@ export function buildAppContext(parts: {
     mailer: new Mailer(parts.config.mail, parts.logger),
     now,
     state: { databaseReady: false },
-  } as Omit<AppContext, 'jobs' | 'services'> as AppContext;
+  } as Omit<AppContext, 'jobs' | 'services' | 'dependencies'> as AppContext;
+  // Probes read app.db and app.redis when they run: a test may swap them.
+  app.dependencies = new DependencyMonitor({
+    logger: parts.logger,
+    probes: { database: () => pingDatabase(app.db), redis: () => pingRedis(app.redis) },
+  });
+  parts.redis.on('error', (err: Error) => {
+    if (isConnectionFailure(err)) app.dependencies.failed('redis', err);
+  });
+  parts.redis.on('ready', () => app.dependencies.up('redis'));
   app.jobs = new JobSystem<AppContext>({
     db: parts.db,
     redisUrl: parts.config.redisUrl,
+    redisTimeouts: parts.config.redisTimeouts,
+    dependencies: app.dependencies,
+    onRedisReconnect: () => app.services.queues.reapplyStates(),
     prefix: `${parts.config.redisPrefix}bull`,
     registry: new JobRegistry([...jobKinds, ...(parts.extraJobKinds ?? [])]),
     app: () => app,

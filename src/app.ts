@@ -23,6 +23,6 @@ export function createApp(app: AppContext): express.Express {
     ceiling(req, res, next);
   });
   server.use(createRouter(app, handlers));
-  server.use(errorHandler(app.logger));
+  server.use(errorHandler(app.logger, app.dependencies));
   return server;
 }

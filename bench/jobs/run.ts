@@ -113,7 +113,7 @@ async function main(): Promise<void> {
     dbCreated = true;
     const db = createDatabase(config.databaseUrl!, config.databasePoolMax, logger);
     await migrateLatest(db, logger);
-    ctx = buildAppContext({ config, logger, db, redis: createRedis(config.redisUrl, logger), extraJobKinds: [noopKind] });
+    ctx = buildAppContext({ config, logger, db, redis: createRedis(config.redisUrl, config.redisTimeouts), extraJobKinds: [noopKind] });
     ctx.state.databaseReady = true;
     probe = knex({ client: 'pg', connection: config.databaseUrl!, pool: { min: 1, max: 1 } });
     await ctx.jobs.init();

@@ -3,6 +3,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Response } from 'express';
 import { AppError, commonErrors, defineErrors, type ValidationIssue } from '../errors';
+import { unavailableDependency } from '../platform/dependencies';
 
 export { AppError, type ValidationIssue } from '../errors';
 
@@ -56,19 +57,9 @@ export const problems = {
   internal: () => httpErrors.internal(),
 };
 
-/** Errors that mean a dependency is down (not a bug): answered 503, not 500. */
-export function isDependencyDown(err: unknown): boolean {
-  // Duck-typed, not `instanceof Error`: errors from node's own modules may come from another realm.
-  if (typeof err !== 'object' || err === null) return false;
-  const { code, name = '', message = '' } = err as { code?: string; name?: string; message?: string };
-  if (code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', '57P01', '57P03', '53300'].includes(code)) return true;
-  if (name === 'KnexTimeoutError' || name === 'MaxRetriesPerRequestError') return true;
-  return /Connection is closed|Stream isn't writeable|enableOfflineQueue|Connection terminated/i.test(message);
-}
-
 /** Turns anything thrown into an AppError; unknown errors become a bare 500 (the log has the detail). */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  if (isDependencyDown(err)) return problems.unavailable();
+  if (unavailableDependency(err)) return problems.unavailable();
   return problems.internal();
 }

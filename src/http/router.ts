@@ -15,7 +15,7 @@ import addFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { AppContext } from '../app-context';
 import { compilePathMatcher, routingDocument, type OperationInfo } from './contract';
-import { isDependencyDown, problems, type ValidationIssue } from './problem';
+import { problems, type ValidationIssue } from './problem';
 import { defineErrors } from '../errors';
 import { authenticateBearer, authenticateCookie, checkCsrf, type AuthResult } from './authenticate';
 import type { HandlerContext, HandlerMap } from '../../handlers/types';
@@ -191,6 +191,12 @@ async function authenticate(app: AppContext, route: Route, req: Request): Promis
   // is absent answers at once.
   const results: Partial<Record<SchemeName, AuthResult>> = {};
   for (const scheme of route.schemes) results[scheme] = await AUTHENTICATORS[scheme](app, req);
+  // A credential that could not be looked up (database down) is neither valid nor invalid: the
+  // request fails (503), never 401, which would tell a client its session is gone.
+  for (const scheme of route.schemes) {
+    const result = results[scheme];
+    if (result && 'error' in result) throw result.error;
+  }
   const found = (r: AuthResult | undefined): r is { caller: Caller } => Boolean(r && 'caller' in r);
   const authorized = route.info.security.some((requirement) => Object.keys(requirement).every((scheme) => found(results[scheme as SchemeName])));
   const caller = route.schemes.map((scheme) => results[scheme]).find(found)?.caller ?? null;
@@ -198,11 +204,7 @@ async function authenticate(app: AppContext, route: Route, req: Request): Promis
     if (route.operatorOnly && !caller.operator) throw problems.forbidden('Only operators may use /ops.');
     if (caller.transport === 'cookie') checkCsrf(app.config, req);
   }
-  if (!authorized && route.info.security.length) {
-    const failure = Object.values(results).find((r) => r && 'error' in r && isDependencyDown(r.error));
-    if (failure && 'error' in failure) throw failure.error;
-    throw problems.unauthenticated();
-  }
+  if (!authorized && route.info.security.length) throw problems.unauthenticated();
   return caller;
 }
 

@@ -3,6 +3,8 @@
 // the BullMQ job of a run.
 import { Queue } from 'bullmq';
 import Redis from 'ioredis';
+import { DependencyUnavailable } from '../platform/dependencies';
+import { redisOptions, type RedisTimeouts } from '../platform/redis';
 import { QUEUES } from './config';
 import type { JobRun } from './store';
 
@@ -19,9 +21,10 @@ export class BullQueues {
   /** Also carries the cross-instance signals (publish, cancel marks). */
   readonly producer: Redis;
 
-  constructor(redisUrl: string, readonly prefix: string) {
-    this.producer = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
-    this.producer.on('error', () => undefined);
+  constructor(redisUrl: string, readonly prefix: string, timeouts: RedisTimeouts) {
+    // Bounded like the requests' connection: a request's hand-over after its commit never hangs.
+    this.producer = new Redis(redisUrl, { ...redisOptions(timeouts), lazyConnect: true });
+    this.producer.on('error', () => undefined); // reported by the job system (see system.ts)
     this.producer.connect().catch(() => undefined);
     for (const name of QUEUES) {
       const queue = new Queue(name, { connection: this.producer, prefix });
@@ -39,7 +42,7 @@ export class BullQueues {
    * producer-side calls fail at once instead, and the outbox keeps the run.
    */
   assertReady(): void {
-    if (!this.ready) throw new Error(`redis is not reachable (${this.producer.status})`);
+    if (!this.ready) throw new DependencyUnavailable('redis', `redis is not reachable (${this.producer.status})`);
   }
 
   /** The queue a run goes to (`default` for a queue a deploy removed). */

@@ -13,6 +13,7 @@ import { errorMessage } from './errors';
 import type { JobRegistry } from './kinds';
 import * as store from './store';
 import type { JobTiming } from './timing';
+import type { DependencyReporter } from './system';
 
 export interface OutboxRelayDeps {
   db: Knex;
@@ -22,6 +23,7 @@ export interface OutboxRelayDeps {
   logger: Logger;
   now: () => Date;
   timing: JobTiming;
+  dependencies: DependencyReporter;
 }
 
 export interface NewJob {
@@ -84,7 +86,9 @@ export class OutboxRelay {
           await queue.addBulk(batch.map((run) => ({ name: run.kind, data: { runId: run.id }, opts: this.jobOptions(run) })));
           for (const run of batch) done.push(run.id);
         } catch (err) {
-          logger.warn('job hand-over to redis failed; the sweeper will retry', { run_ids: batch.map((r) => r.id), error: errorMessage(err) });
+          // The outage is logged once by the monitor; the runs wait in the outbox for the sweeper.
+          this.deps.dependencies.failed('redis', err);
+          logger.debug('job hand-over to redis failed; the sweeper will retry', { run_ids: batch.map((r) => r.id), error: errorMessage(err) });
         }
       }),
     );

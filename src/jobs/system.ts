@@ -7,6 +7,8 @@
 // - bull.ts: the producer connection and queues (BullMQ job id `run-<id>`).
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
+import { isConnectionFailure, type Dependency } from '../platform/dependencies';
+import type { RedisTimeouts } from '../platform/redis';
 import type { Actor, RequestMeta } from '../audit/store';
 import { BullQueues } from './bull';
 import { effectiveConfig, type JobConfig, type QueueName } from './config';
@@ -22,9 +24,22 @@ import { Workers } from './workers';
 
 export { bullJobId } from './bull';
 
+/** Where the job system reports Redis failing and answering again (the dependency monitor). */
+export interface DependencyReporter {
+  failed(dependency: Dependency, err: unknown): void;
+  up(dependency: Dependency): void;
+}
+
 export interface JobSystemOptions<App> {
   db: Knex;
   redisUrl: string;
+  redisTimeouts: RedisTimeouts;
+  dependencies: DependencyReporter;
+  /**
+   * Re-applies what Redis holds for the service from PostgreSQL (queue pause flags) when the
+   * producer connection comes back: a Redis restarted empty is repaired without a restart.
+   */
+  onRedisReconnect?: () => Promise<void>;
   /** Prefix of every BullMQ key (tests and deployments sharing one Redis stay apart). */
   prefix: string;
   registry: JobRegistry<App>;
@@ -55,8 +70,9 @@ export class JobSystem<App = unknown> {
     const timing = (this.timing = { ...DEFAULT_TIMING, ...opts.timing });
     for (const kind of registry.all()) this.configs.set(kind.name, kind.defaults);
     const configOf = (kind: string) => this.configOf(kind);
-    this.bull = new BullQueues(redisUrl, prefix);
-    this.relay = new OutboxRelay({ db, bull: this.bull, registry, configOf, logger, now, timing });
+    this.bull = new BullQueues(redisUrl, prefix, opts.redisTimeouts);
+    this.watchProducer();
+    this.relay = new OutboxRelay({ db, bull: this.bull, registry, configOf, logger, now, timing, dependencies: opts.dependencies });
     this.schedules = new Schedules({
       bull: this.bull,
       registry,
@@ -86,6 +102,31 @@ export class JobSystem<App = unknown> {
   /** BullMQ's queue per name. */
   get queues() {
     return this.bull.queues;
+  }
+
+  /**
+   * The producer connection reports outages to the monitor; on every reconnection (not the first
+   * connection) the pause flags and, where workers run, the schedulers are re-applied from
+   * PostgreSQL, as Redis may have come back without its data.
+   */
+  private watchProducer(): void {
+    const { dependencies, logger } = this.opts;
+    let connectedBefore = false;
+    this.bull.producer.on('error', (err: Error) => {
+      if (isConnectionFailure(err)) dependencies.failed('redis', err);
+    });
+    this.bull.producer.on('ready', () => {
+      dependencies.up('redis');
+      if (!connectedBefore) return void (connectedBefore = true);
+      void this.reapply().catch((err) => logger.error('could not re-apply queue pauses and schedules to redis', { error: errorMessage(err) }));
+    });
+  }
+
+  /** Pause flags (from PostgreSQL, by the composition's callback) and schedules, into Redis again. */
+  async reapply(): Promise<void> {
+    await this.opts.onRedisReconnect?.();
+    if (this.running) await this.schedules.apply();
+    this.opts.logger.info('queue pauses and job schedules re-applied to redis', { schedules: this.running });
   }
 
   // ----- kinds and configuration -----------------------------------------------------------------

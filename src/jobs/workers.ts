@@ -12,6 +12,7 @@ import * as store from './store';
 import { backoffDelay, type JobTiming } from './timing';
 import { WriteBatcher } from './write-batcher';
 import { bullJobId } from './bull';
+import { isConnectionFailure } from '../platform/dependencies';
 
 /** What the job system was built with (its timing resolved), and the two parts workers call. */
 export type WorkersDeps<App> = Omit<JobSystemOptions<App>, 'timing'> & {
@@ -48,12 +49,11 @@ export class Workers<App> {
         prefix: this.deps.prefix,
         concurrency: this.deps.concurrency[name],
       });
-      let reported = false;
+      // Its own connection: an outage is reported to the monitor (logged once), BullMQ reconnects.
       worker.on('error', (err) => {
-        if (!reported) logger.error('job worker cannot reach redis; retrying', { queue: name, error: errorMessage(err) });
-        reported = true;
+        if (isConnectionFailure(err)) this.deps.dependencies.failed('redis', err);
+        else logger.error('job worker error', { queue: name, error: errorMessage(err) });
       });
-      worker.on('ready', () => (reported = false));
       this.workers.push(worker);
     }
   }

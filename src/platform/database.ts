@@ -8,15 +8,41 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 export type Db = Knex;
 
-export function createDatabase(url: string, poolMax: number, logger?: Logger): Db {
+export interface DatabaseTimeouts {
+  /** Opening a connection, or waiting for a free one in the pool. */
+  connectMs: number;
+  /** One statement, measured by the client: a server that stopped answering fails here. */
+  queryMs?: number;
+  /** The server's statement_timeout (below `queryMs`: a slow statement is cancelled, its connection kept). */
+  statementMs?: number;
+}
+
+/**
+ * A pool whose every wait is bounded (see DatabaseTimeouts): no request hangs on a database that
+ * stopped answering. The owner's pool (migrations) passes only `connectMs`.
+ */
+export function createDatabase(url: string, poolMax: number, logger?: Logger, timeouts: DatabaseTimeouts = { connectMs: 3_000 }): Db {
   const log = (level: 'warn' | 'error' | 'debug') => (message: unknown) => logger?.[level]('knex', { message: String(message) });
   return knex({
     log: { warn: log('warn'), error: log('error'), debug: log('debug'), deprecate: log('warn') },
     client: 'pg',
-    connection: { connectionString: url, connectionTimeoutMillis: 3_000, application_name: 'tenant-api' },
-    // min 0: a pool that never holds a dead connection when the database restarts.
-    pool: { min: 0, max: poolMax, idleTimeoutMillis: 30_000 },
-    acquireConnectionTimeout: 5_000,
+    connection: {
+      connectionString: url,
+      application_name: 'tenant-api',
+      connectionTimeoutMillis: timeouts.connectMs,
+      ...(timeouts.queryMs ? { query_timeout: timeouts.queryMs } : {}),
+      ...(timeouts.statementMs ? { statement_timeout: timeouts.statementMs } : {}),
+    },
+    pool: {
+      // min 0: a pool that never holds a dead connection when the database restarts.
+      min: 0,
+      max: poolMax,
+      idleTimeoutMillis: 30_000,
+      // After a query_timeout the connection still waits for the server's answer (node-postgres
+      // keeps the query active): it is not ready for another query, so the pool drops it.
+      validate: (connection: { readyForQuery?: boolean; _ending?: boolean }) => connection.readyForQuery === true && !connection._ending,
+    },
+    acquireConnectionTimeout: timeouts.connectMs,
   });
 }
 

@@ -1,30 +1,34 @@
 import Redis from 'ioredis';
-import type { Logger } from '../logger';
 
 export type RedisClient = Redis;
 
-/**
- * Fails fast while Redis is down (no offline queue, one try per command), so requests answer 503
- * at once instead of hanging; reconnects in the background with a capped backoff.
- */
-export function createRedis(url: string, logger: Logger): RedisClient {
-  const client = new Redis(url, {
-    lazyConnect: true,
+export interface RedisTimeouts {
+  connectMs: number;
+  /** A command unanswered this long fails ("Command timed out"): a Redis that stopped answering. */
+  commandMs: number;
+}
+
+/** Options of every connection that serves requests: fail fast, reconnect in the background. */
+export function redisOptions(timeouts: RedisTimeouts) {
+  return {
+    // No offline queue and one try per command: while Redis is down a command fails at once
+    // instead of waiting for a reconnection, and the request answers 503.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    connectTimeout: 3_000,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 5_000),
-  });
-  let down = false;
-  client.on('error', (err: Error) => {
-    if (!down) logger.error('redis unreachable', { url: redactUrl(url), error: err.message });
-    down = true;
-  });
-  client.on('ready', () => {
-    if (down) logger.info('redis reachable again', { url: redactUrl(url) });
-    down = false;
-  });
-  client.connect().catch(() => undefined); // the error handler above logs it; retryStrategy keeps trying
+    connectTimeout: timeouts.connectMs,
+    commandTimeout: timeouts.commandMs,
+    retryStrategy: (attempt: number) => Math.min(attempt * 200, 2_000),
+  };
+}
+
+/**
+ * The connection requests use (rate limits, probes). Its 'error' and 'ready' events are reported
+ * to the dependency monitor by the composition (app-context-factory.ts), not logged here.
+ */
+export function createRedis(url: string, timeouts: RedisTimeouts = { connectMs: 1_000, commandMs: 500 }): RedisClient {
+  const client = new Redis(url, { ...redisOptions(timeouts), lazyConnect: true });
+  client.on('error', () => undefined); // without a listener ioredis prints every reconnect failure
+  client.connect().catch(() => undefined); // retryStrategy keeps trying
   return client;
 }
 

@@ -110,6 +110,8 @@ describe('schedules in BullMQ', () => {
       new JobSystem<AppContext>({
         db: t.ctx.db,
         redisUrl: t.ctx.config.redisUrl,
+        redisTimeouts: t.ctx.config.redisTimeouts,
+        dependencies: t.ctx.dependencies,
         prefix: `${t.ctx.config.redisPrefix}bull`,
         registry: new JobRegistry(jobKinds),
         app: () => t.ctx,

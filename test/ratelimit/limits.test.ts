@@ -3,14 +3,13 @@
 // window; and none of them run on a transaction's services.
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../src/logger';
 import { createRedis } from '../../src/platform/redis';
 import { Limits } from '../../src/ratelimit/limits';
 import { AppError } from '../../src/errors';
 import { waitFor } from '../support/wait';
 
 const config = loadConfig({ NODE_ENV: 'test', REDIS_PREFIX: `test:limits:${randomBytes(4).toString('hex')}:`, RATE_LIMIT_STEP_UP_PER_15_MINUTES: '2' });
-const redis = createRedis(config.redisUrl, createLogger('silent'));
+const redis = createRedis(config.redisUrl);
 const limits = new Limits(redis, config);
 beforeAll(() => waitFor('redis', async () => redis.status === 'ready'));
 afterAll(() => redis.disconnect());

@@ -56,12 +56,17 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
     REDIS_PREFIX: `test:${name}:`,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Bounds far above what a loaded test machine needs (the outage tests set short ones).
+    DATABASE_CONNECT_TIMEOUT_MS: '10000',
+    DATABASE_QUERY_TIMEOUT_MS: '20000',
+    REDIS_CONNECT_TIMEOUT_MS: '10000',
+    REDIS_COMMAND_TIMEOUT_MS: '10000',
     ...overrides,
   });
   const logger = options.logger ?? createLogger(config.logLevel);
   // Requests run as the application role, as in production (row-level security applies).
-  const db = createDatabase(appDatabaseUrl(config, config.databaseUrl!), 5, logger);
-  const redis = createRedis(config.redisUrl, logger);
+  const db = createDatabase(appDatabaseUrl(config, config.databaseUrl!), 5, logger, config.databaseTimeouts);
+  const redis = createRedis(config.redisUrl, config.redisTimeouts);
   const clock = {
     now: new Date(),
     advance(ms: number) {
@@ -95,8 +100,8 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
   const ctx = buildAppContext({
     config,
     logger: t.ctx.logger,
-    db: createDatabase(appDatabaseUrl(config, config.databaseUrl!), 2),
-    redis: createRedis(config.redisUrl, t.ctx.logger),
+    db: createDatabase(appDatabaseUrl(config, config.databaseUrl!), 2, undefined, config.databaseTimeouts),
+    redis: createRedis(config.redisUrl, config.redisTimeouts),
     now: t.ctx.now,
     extraJobKinds: options.jobKinds,
     jobTiming: t.ctx.jobs.timing,
@@ -107,6 +112,7 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
 }
 
 async function stopContext(ctx: AppContext): Promise<void> {
+  ctx.dependencies.stop();
   await ctx.jobs.stop();
   ctx.mailer.close();
   ctx.redis.disconnect();
