@@ -1,8 +1,7 @@
 // One-time codes exist in clear only in the mail that carries them: after a whole register →
 // verify → forgot → reset flow, no code is in any log line (debug level), mail subject, job run
 // payload, stored mail record or audit event. Run with the SMTP transport and with the log one.
-import { Writable } from 'node:stream';
-import winston from 'winston';
+import { capturingLogger } from '../support/logs';
 import { codeIn, TestSmtpServer } from '../support/smtp';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { waitFor } from '../support/wait';
@@ -10,17 +9,6 @@ import { OneTimeCodes } from '../../src/accounts/one-time-codes';
 
 const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'purple elephant riding a bicycle';
-
-/** A logger at debug level that keeps every line it writes. */
-function capturingLogger(lines: string[]) {
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  return winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] });
-}
 
 /** Every code issued in this process, as `OneTimeCodes.issue` returned it. */
 const issued = jest.spyOn(OneTimeCodes.prototype, 'issue');

@@ -7,8 +7,9 @@ import { cloneTemplateDatabase, databaseUrl, dropDatabase } from './databases';
 import { assertMatchesContract } from './contract-validator';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
-import { createDatabase } from '../../src/platform/database';
-import { appDatabaseUrl } from '../../src/platform/database-roles';
+import { randomUUID } from 'node:crypto';
+import { createDatabase, migrateLatest } from '../../src/platform/database';
+import { appDatabaseUrl, provisionAppRole } from '../../src/platform/database-roles';
 import { createRedis } from '../../src/platform/redis';
 import { buildAppContext } from '../../src/app-context-factory';
 import type { JobKind } from '../../src/jobs/kinds';
@@ -46,15 +47,21 @@ export interface TestAppOptions {
   jobTiming?: Partial<JobTiming>;
   /** A logger of the test's own (e.g. one that keeps every line, to search them). */
   logger?: Logger;
+  /**
+   * A database of the test's own (the owner's URL, e.g. a private cluster's) instead of a clone of
+   * the template: migrated and granted here, and left alone by `close`.
+   */
+  databaseUrl?: string;
 }
 
 export async function startTestApp(overrides: Partial<Record<string, string>> = {}, options: TestAppOptions = {}): Promise<TestApp> {
-  const name = await cloneTemplateDatabase();
+  const name = options.databaseUrl ? null : await cloneTemplateDatabase();
+  if (options.databaseUrl) await prepareDatabase(options.databaseUrl);
   const config: Config = loadConfig({
     NODE_ENV: 'test',
-    DATABASE_URL: databaseUrl(name),
+    DATABASE_URL: options.databaseUrl ?? databaseUrl(name!),
     REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    REDIS_PREFIX: `test:${name}:`,
+    REDIS_PREFIX: `test:${name ?? randomUUID()}:`,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     // Bounds far above what a loaded test machine needs (the outage tests set short ones).
     DATABASE_CONNECT_TIMEOUT_MS: '10000',
@@ -85,7 +92,7 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     clock,
     async close() {
       await stopContext(ctx);
-      await dropDatabase(name);
+      if (name) await dropDatabase(name);
     },
   };
 }
@@ -109,6 +116,17 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
   ctx.state.databaseReady = true;
   await ctx.jobs.init();
   return { ctx, close: () => stopContext(ctx) };
+}
+
+/** Migrations and the application role, as the service applies them at start. */
+async function prepareDatabase(url: string): Promise<void> {
+  const owner = createDatabase(url, 1);
+  try {
+    await migrateLatest(owner);
+    await provisionAppRole(owner, loadConfig({ NODE_ENV: 'test', DATABASE_URL: url }), createLogger('silent'));
+  } finally {
+    await owner.destroy();
+  }
 }
 
 async function stopContext(ctx: AppContext): Promise<void> {
