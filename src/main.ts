@@ -3,7 +3,6 @@
 //   node dist/src/main.js worker               run job workers only (no HTTP), to scale them apart
 //   node dist/src/main.js migrate              apply database migrations and exit
 //   node dist/src/main.js grant-operator EMAIL make an existing account an operator
-import http from 'node:http';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { createDatabase, migrateLatest, type Db } from './platform/database';
@@ -12,6 +11,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedde
 import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
+import { createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
 import { grantOperator } from './accounts/store';
 import type { AppContext } from './app-context';
 
@@ -65,14 +65,9 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   const { owner, db, embedded } = await openDatabase(config, logger);
   const redis = createRedis(config.redisUrl, logger);
   const app = buildAppContext({ config, logger, db, redis });
-  const server = http.createServer(mode === 'api' ? createApp(app) : (_req, res) => res.writeHead(404).end());
-  server.keepAliveTimeout = 65_000; // longer than common load balancer idle timeouts
+  // Timeouts from config.http (slow clients are cut), Problem answers for what Node refuses itself.
+  const server = createHttpServer(mode === 'api' ? createApp(app) : (_req, res) => res.writeHead(404).end(), config, logger);
   let stopping = false;
-  // Responses sent while stopping close their connection, so keep-alive clients cannot hold
-  // the shutdown open until it times out.
-  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (stopping) res.setHeader('Connection', 'close');
-  });
   migrateWhenReachable(app, owner, () => stopping, async () => {
     void app.services.passwords.dummyHash(); // made now, so the first unknown-email sign-in is not slower than others
     await app.jobs.init();
@@ -100,13 +95,16 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
       process.exit(1);
     }, config.shutdownTimeoutMs);
     force.unref();
-    // In-flight requests got their headers before `stopping`; close their connections once idle.
-    const sweep = setInterval(() => server.closeIdleConnections(), 250);
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    });
-    clearInterval(sweep);
+    // HTTP first: stop accepting, every answer from now on closes its connection, idle keep-alive
+    // connections get a short grace for one more request (no reset on a connection we promised to
+    // keep). HTTP gets at most 70% of the shutdown time, so workers, mail and pools still stop cleanly.
+    if (mode === 'api') {
+      await drainHttpServer(server, {
+        logger,
+        graceMs: Math.min(DEFAULT_IDLE_GRACE_MS, Math.floor(config.shutdownTimeoutMs / 4)),
+        timeoutMs: Math.floor(config.shutdownTimeoutMs * 0.7),
+      });
+    }
     await app.jobs.stop();
     app.mailer.close();
     await Promise.allSettled([db.destroy(), redis.quit().catch(() => redis.disconnect())]);
