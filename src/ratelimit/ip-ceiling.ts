@@ -10,13 +10,13 @@
 // a client spread over several instances can overshoot the ceiling by what it sends meanwhile.
 //
 // When Redis cannot count (down, or slower than SYNC_TIMEOUT_MS) each instance goes on counting on
-// its own and keeps the unsent counts for later; one warning is logged per outage (plus one line
-// when counting is shared again). The login/register limits (src/accounts/sign-in.ts) count in
+// its own and keeps the unsent counts for later; the failure goes to the dependency monitor, which
+// logs the outage once when it starts and once when it ends. The login/register limits (src/accounts/sign-in.ts) count in
 // Redis on every attempt and answer 503 without it.
 import { isIPv4, isIPv6 } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppContext } from '../app-context';
-import type { Logger } from '../logger';
+import type { DependencyMonitor } from '../platform/dependencies';
 import type { RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
 
@@ -66,12 +66,15 @@ interface Bucket {
 export class SharedCounter {
   private readonly buckets = new Map<string, Bucket>();
   private timer: NodeJS.Timeout | null = null;
-  private failing = false;
 
+  /**
+   * `dependencies` hears of Redis failing and answering (the monitor logs the outage once; the
+   * ceiling meanwhile counts per instance, as the README says).
+   */
   constructor(
     private readonly redis: RedisClient,
     private readonly keyPrefix: string,
-    private readonly logger: Logger,
+    private readonly dependencies: Pick<DependencyMonitor, 'failed' | 'up'>,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -122,22 +125,14 @@ export class SharedCounter {
         bucket.shared = Number(total);
         bucket.sending = 0;
       });
-      if (this.failing) {
-        this.failing = false;
-        this.logger.info('per-ip ceiling counting across instances again');
-      }
+      this.dependencies.up('redis');
     } catch (err) {
       // Kept for the next sync: counted here meanwhile, shared once Redis answers again.
       for (const [, bucket] of batch) {
         bucket.pending += bucket.sending;
         bucket.sending = 0;
       }
-      if (!this.failing) {
-        this.failing = true;
-        this.logger.warn('per-ip ceiling cannot count in redis: each instance counts on its own until it can', {
-          error: err instanceof Error ? err.message : String(err),
-        });
-      }
+      this.dependencies.failed('redis', err);
     } finally {
       clearTimeout(timeout);
       if ([...this.buckets.values()].some((b) => b.pending)) this.timer ??= setTimeout(() => void this.sync(), SYNC_MS).unref();
@@ -146,7 +141,7 @@ export class SharedCounter {
 }
 
 export function ipCeiling(app: AppContext) {
-  const counter = new SharedCounter(app.redis, `${app.config.redisPrefix}rl:ip:`, app.logger, () => app.now().getTime());
+  const counter = new SharedCounter(app.redis, `${app.config.redisPrefix}rl:ip:`, app.dependencies, () => app.now().getTime());
   return (req: Request, res: Response, next: NextFunction): void => {
     const max = app.config.rateLimits.ipPerMinute;
     if (max === 0 || UNCOUNTED_PATHS.has(req.path)) return next(); // 0 turns the ceiling off
