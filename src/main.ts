@@ -26,7 +26,12 @@ async function openDatabase(config: Config, logger: Logger): Promise<{ owner: Db
     embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, logger);
     url = embedded.url;
   }
-  return { owner: createDatabase(url, 1, logger), db: createDatabase(appDatabaseUrl(config, url), config.databasePoolMax, logger), embedded };
+  return {
+    // Migrations may take long: only the connection is bounded.
+    owner: createDatabase(url, 1, logger, { connectMs: config.databaseTimeouts.connectMs }),
+    db: createDatabase(appDatabaseUrl(config, url), config.databasePoolMax, logger, config.databaseTimeouts),
+    embedded,
+  };
 }
 
 /** As the owner: migrations, then the application role and its grants. */
@@ -63,7 +68,7 @@ async function migrateWhenReachable(app: AppContext, owner: Db, stopped: () => b
 
 async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Promise<void> {
   const { owner, db, embedded } = await openDatabase(config, logger);
-  const redis = createRedis(config.redisUrl, logger);
+  const redis = createRedis(config.redisUrl, config.redisTimeouts);
   const app = buildAppContext({ config, logger, db, redis });
   // Timeouts from config.http (slow clients are cut), Problem answers for what Node refuses itself.
   const server = createHttpServer(mode === 'api' ? createApp(app) : (_req, res) => res.writeHead(404).end(), config, logger);
@@ -105,6 +110,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
         timeoutMs: Math.floor(config.shutdownTimeoutMs * 0.7),
       });
     }
+    app.dependencies.stop();
     await app.jobs.stop();
     app.mailer.close();
     await Promise.allSettled([db.destroy(), redis.quit().catch(() => redis.disconnect())]);
