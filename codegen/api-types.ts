@@ -2178,8 +2178,9 @@ export interface paths {
          *     The paused flag and the audit event `ops.queue.paused` are written in the same database
          *     transaction, and the pause is applied in Redis (where every instance's workers see it)
          *     before the transaction commits: if Redis cannot be reached nothing changes and the
-         *     answer is 503 `unavailable`. Every instance start re-applies the recorded flag, so Redis
-         *     and the database cannot drift apart. Pausing a paused queue changes nothing, writes no
+         *     answer is 503 `unavailable`. Every instance re-applies the recorded flags when it starts
+         *     and whenever its Redis connection comes back (a Redis restarted empty gets them again),
+         *     so Redis and the database cannot drift apart. Pausing a paused queue changes nothing, writes no
          *     audit event and answers 200. The answer is the queue. Operators only.
          */
         post: operations["pauseQueue"];
