@@ -49,7 +49,7 @@ export function buildAppContext(parts: {
     redisUrl: parts.config.redisUrl,
     redisTimeouts: parts.config.redisTimeouts,
     dependencies: app.dependencies,
-    onRedisReconnect: () => app.services.queues.reapplyStates(),
+    reapplyQueueStates: () => app.services.queues.reapplyStates(),
     prefix: `${parts.config.redisPrefix}bull`,
     registry: new JobRegistry([...jobKinds, ...(parts.extraJobKinds ?? [])]),
     app: () => app,

@@ -75,8 +75,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   let stopping = false;
   migrateWhenReachable(app, owner, () => stopping, async () => {
     void app.services.passwords.dummyHash(); // made now, so the first unknown-email sign-in is not slower than others
-    await app.jobs.init();
-    await app.services.queues.reapplyStates().catch((err: unknown) => logger.error('could not re-apply queue pauses to redis', { error: String(err) }));
+    await app.jobs.init(); // also writes the recorded queue pauses into Redis
     if (mode === 'worker' || config.runWorkers) await app.jobs.startWorkers();
   }).catch((err: unknown) => {
     logger.error('cannot serve', { error: err instanceof Error ? err.message : String(err) });

@@ -48,7 +48,8 @@ export class QueuesService {
   /**
    * Applies the flag in Redis first, with no transaction open (Redis down: 503, nothing changes),
    * then records it and its audit event in one transaction; if that fails, Redis is set back.
-   * Setting the current state again is a no-op. Postgres is what start-up re-applies to Redis.
+   * Setting the current state again is a no-op. Postgres is what every start and every Redis
+   * reconnection re-applies to Redis (JobSystem.reapply).
    */
   private async setPaused(name: string, paused: boolean, by: By): Promise<QueueView> {
     const queue = knownQueue(name);
@@ -69,7 +70,7 @@ export class QueuesService {
     return (await this.list()).find((q) => q.name === queue)!;
   }
 
-  /** At start-up: Redis gets the flags Postgres recorded (Redis may have been emptied or replaced). */
+  /** At start-up and when Redis reconnects: Redis gets the flags Postgres recorded (Redis may have been emptied or replaced). */
   async reapplyStates(): Promise<void> {
     const paused = await pausedQueueNames(this.s.db);
     for (const name of QUEUES) await this.s.platform.jobs.setPaused(name, paused.has(name));

@@ -36,10 +36,10 @@ export interface JobSystemOptions<App> {
   redisTimeouts: RedisTimeouts;
   dependencies: DependencyReporter;
   /**
-   * Re-applies what Redis holds for the service from PostgreSQL (queue pause flags) when the
-   * producer connection comes back: a Redis restarted empty is repaired without a restart.
+   * Writes the queue pause flags PostgreSQL records into Redis: at `init` and whenever the
+   * producer connection comes back, so a Redis restarted empty is repaired without a restart.
    */
-  onRedisReconnect?: () => Promise<void>;
+  reapplyQueueStates?: () => Promise<void>;
   /** Prefix of every BullMQ key (tests and deployments sharing one Redis stay apart). */
   prefix: string;
   registry: JobRegistry<App>;
@@ -64,6 +64,8 @@ export class JobSystem<App = unknown> {
   private readonly schedules: Schedules;
   /** Effective config per kind, refreshed from job_definitions by `reloadConfigs`. */
   private readonly configs = new Map<string, JobConfig>();
+  /** `init` has run: the database is ready, so Redis can be given its state from it. */
+  private initialised = false;
 
   constructor(private readonly opts: JobSystemOptions<App>) {
     const { db, redisUrl, prefix, registry, logger, now } = opts;
@@ -105,28 +107,30 @@ export class JobSystem<App = unknown> {
   }
 
   /**
-   * The producer connection reports outages to the monitor; on every reconnection (not the first
-   * connection) the pause flags and, where workers run, the schedulers are re-applied from
-   * PostgreSQL, as Redis may have come back without its data.
+   * The producer connection reports outages to the monitor. Once `init` has run (the database is
+   * ready), every time it connects the pause flags and, where workers run, the schedulers are
+   * re-applied from PostgreSQL: Redis may have come back without its data, or been down at start.
    */
   private watchProducer(): void {
-    const { dependencies, logger } = this.opts;
-    let connectedBefore = false;
+    const { dependencies } = this.opts;
     this.bull.producer.on('error', (err: Error) => {
       if (isConnectionFailure(err)) dependencies.failed('redis', err);
     });
     this.bull.producer.on('ready', () => {
       dependencies.up('redis');
-      if (!connectedBefore) return void (connectedBefore = true);
-      void this.reapply().catch((err) => logger.error('could not re-apply queue pauses and schedules to redis', { error: errorMessage(err) }));
+      if (this.initialised) void this.reapply();
     });
   }
 
-  /** Pause flags (from PostgreSQL, by the composition's callback) and schedules, into Redis again. */
-  async reapply(): Promise<void> {
-    await this.opts.onRedisReconnect?.();
-    if (this.running) await this.schedules.apply();
-    this.opts.logger.info('queue pauses and job schedules re-applied to redis', { schedules: this.running });
+  /** Pause flags (from PostgreSQL, by the composition's callback) and schedules, into Redis again. Never throws. */
+  private async reapply(): Promise<void> {
+    try {
+      await this.opts.reapplyQueueStates?.();
+      if (this.running) await this.schedules.apply();
+      this.opts.logger.info('queue pauses and job schedules re-applied to redis', { schedules: this.running });
+    } catch (err) {
+      this.opts.logger.error('could not re-apply queue pauses and schedules to redis; done again when it reconnects', { error: errorMessage(err) });
+    }
   }
 
   // ----- kinds and configuration -----------------------------------------------------------------
@@ -196,6 +200,8 @@ export class JobSystem<App = unknown> {
   async init(): Promise<void> {
     await this.reloadConfigs();
     this.signals.subscribe();
+    this.initialised = true;
+    if (this.bull.ready) await this.reapply();
   }
 
   /** Workers for every queue, the outbox sweeper and the schedules (API process by default, or `worker` mode). */
