@@ -4,7 +4,7 @@ import type { Logger } from './logger';
 import type { Db } from './platform/database';
 import { pingRedis, type RedisClient } from './platform/redis';
 import { pingDatabase } from './platform/database';
-import { DependencyMonitor, isConnectionFailure } from './platform/dependencies';
+import { DependencyMonitor, reportRedisConnection } from './platform/dependencies';
 import { loadContract } from './http/contract';
 import { JobSystem } from './jobs/system';
 import { JobRegistry, type JobKind } from './jobs/kinds';
@@ -40,10 +40,7 @@ export function buildAppContext(parts: {
     logger: parts.logger,
     probes: { database: () => pingDatabase(app.db), redis: () => pingRedis(app.redis) },
   });
-  parts.redis.on('error', (err: Error) => {
-    if (isConnectionFailure(err)) app.dependencies.failed('redis', err);
-  });
-  parts.redis.on('ready', () => app.dependencies.up('redis'));
+  reportRedisConnection(parts.redis, app.dependencies);
   app.jobs = new JobSystem<AppContext>({
     db: parts.db,
     redisUrl: parts.config.redisUrl,

@@ -13,7 +13,7 @@ import { errorMessage } from './errors';
 import type { JobRegistry } from './kinds';
 import * as store from './store';
 import type { JobTiming } from './timing';
-import type { DependencyReporter } from './system';
+import type { DependencyReporter } from '../platform/dependencies';
 
 export interface OutboxRelayDeps {
   db: Knex;

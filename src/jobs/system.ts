@@ -7,7 +7,7 @@
 // - bull.ts: the producer connection and queues (BullMQ job id `run-<id>`).
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
-import { isConnectionFailure, type Dependency } from '../platform/dependencies';
+import { reportRedisConnection, type DependencyReporter } from '../platform/dependencies';
 import type { RedisTimeouts } from '../platform/redis';
 import type { Actor, RequestMeta } from '../audit/store';
 import { BullQueues } from './bull';
@@ -23,12 +23,6 @@ import { DEFAULT_TIMING, type JobTiming } from './timing';
 import { Workers } from './workers';
 
 export { bullJobId } from './bull';
-
-/** Where the job system reports Redis failing and answering again (the dependency monitor). */
-export interface DependencyReporter {
-  failed(dependency: Dependency, err: unknown): void;
-  up(dependency: Dependency): void;
-}
 
 export interface JobSystemOptions<App> {
   db: Knex;
@@ -112,12 +106,8 @@ export class JobSystem<App = unknown> {
    * re-applied from PostgreSQL: Redis may have come back without its data, or been down at start.
    */
   private watchProducer(): void {
-    const { dependencies } = this.opts;
-    this.bull.producer.on('error', (err: Error) => {
-      if (isConnectionFailure(err)) dependencies.failed('redis', err);
-    });
+    reportRedisConnection(this.bull.producer, this.opts.dependencies);
     this.bull.producer.on('ready', () => {
-      dependencies.up('redis');
       if (this.initialised) void this.reapply();
     });
   }

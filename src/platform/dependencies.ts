@@ -49,6 +49,20 @@ export function isConnectionFailure(err: unknown): boolean {
   return unavailableDependency(err) !== null || (typeof code === 'string' && SOCKET_CODES.has(code));
 }
 
+/** Where parts that hold their own connections report a dependency failing and answering again. */
+export type DependencyReporter = Pick<DependencyMonitor, 'failed' | 'up'>;
+
+/**
+ * Reports a Redis connection's events: a connection failure on 'error', an answer on 'ready'.
+ * Other errors are left to the connection's other listeners.
+ */
+export function reportRedisConnection(connection: { on(event: 'error' | 'ready', listener: (err?: Error) => void): unknown }, reporter: DependencyReporter): void {
+  connection.on('error', (err) => {
+    if (isConnectionFailure(err)) reporter.failed('redis', err);
+  });
+  connection.on('ready', () => reporter.up('redis'));
+}
+
 interface Outage {
   since: number;
   refused: number;

@@ -16,7 +16,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppContext } from '../app-context';
-import type { DependencyMonitor } from '../platform/dependencies';
+import type { DependencyReporter } from '../platform/dependencies';
 import type { RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
 
@@ -74,7 +74,7 @@ export class SharedCounter {
   constructor(
     private readonly redis: RedisClient,
     private readonly keyPrefix: string,
-    private readonly dependencies: Pick<DependencyMonitor, 'failed' | 'up'>,
+    private readonly dependencies: DependencyReporter,
     private readonly now: () => number = Date.now,
   ) {}
 

@@ -1,6 +1,9 @@
 // Test databases on the real PostgreSQL: one migrated template per run, cloned per test file.
 import { randomBytes } from 'node:crypto';
 import knex from 'knex';
+import { loadConfig } from '../../src/config';
+import { createDatabase, migrateLatest } from '../../src/platform/database';
+import { provisionAppRole } from '../../src/platform/database-roles';
 
 export const adminUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -28,6 +31,17 @@ export async function cloneTemplateDatabase(): Promise<string> {
   const name = `${process.env.TEST_RUN_ID}_${randomBytes(4).toString('hex')}`;
   await asAdmin(`create database "${name}" template "${process.env.TEST_TEMPLATE_DB}"`);
   return name;
+}
+
+/** As the service does at start: the migrations, then the application role and its grants. */
+export async function migrateAndGrant(url: string): Promise<void> {
+  const owner = createDatabase(url, 1);
+  try {
+    await migrateLatest(owner);
+    await provisionAppRole(owner, loadConfig({ NODE_ENV: 'test', DATABASE_URL: url }));
+  } finally {
+    await owner.destroy();
+  }
 }
 
 export const dropDatabase = (name: string) => asAdmin(`drop database if exists "${name}" with (force)`);

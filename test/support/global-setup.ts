@@ -1,8 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { adminDb, databaseUrl } from './databases';
-import { createDatabase, migrateLatest } from '../../src/platform/database';
-import { provisionAppRole } from '../../src/platform/database-roles';
-import { loadConfig } from '../../src/config';
+import { adminDb, databaseUrl, migrateAndGrant } from './databases';
 
 export default async function globalSetup(): Promise<void> {
   const runId = `t${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
@@ -13,14 +10,8 @@ export default async function globalSetup(): Promise<void> {
   } finally {
     await admin.destroy();
   }
-  const db = createDatabase(databaseUrl(template), 1);
-  try {
-    await migrateLatest(db);
-    // The role requests run as (row-level security applies to it) and its grants, cloned with the template.
-    await provisionAppRole(db, loadConfig({ NODE_ENV: 'test' }));
-  } finally {
-    await db.destroy();
-  }
+  // With the role requests run as (row-level security applies to it) and its grants, cloned with the template.
+  await migrateAndGrant(databaseUrl(template));
   process.env.TEST_RUN_ID = runId;
   process.env.TEST_TEMPLATE_DB = template;
 }

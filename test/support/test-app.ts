@@ -3,13 +3,13 @@
 // against openapi.yaml.
 import supertest from 'supertest';
 import type { Express } from 'express';
-import { cloneTemplateDatabase, databaseUrl, dropDatabase } from './databases';
+import { cloneTemplateDatabase, databaseUrl, dropDatabase, migrateAndGrant } from './databases';
 import { assertMatchesContract } from './contract-validator';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
 import { randomUUID } from 'node:crypto';
-import { createDatabase, migrateLatest } from '../../src/platform/database';
-import { appDatabaseUrl, provisionAppRole } from '../../src/platform/database-roles';
+import { createDatabase } from '../../src/platform/database';
+import { appDatabaseUrl } from '../../src/platform/database-roles';
 import { createRedis } from '../../src/platform/redis';
 import { buildAppContext } from '../../src/app-context-factory';
 import type { JobKind } from '../../src/jobs/kinds';
@@ -56,7 +56,7 @@ export interface TestAppOptions {
 
 export async function startTestApp(overrides: Partial<Record<string, string>> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const name = options.databaseUrl ? null : await cloneTemplateDatabase();
-  if (options.databaseUrl) await prepareDatabase(options.databaseUrl);
+  if (options.databaseUrl) await migrateAndGrant(options.databaseUrl);
   const config: Config = loadConfig({
     NODE_ENV: 'test',
     DATABASE_URL: options.databaseUrl ?? databaseUrl(name!),
@@ -116,17 +116,6 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
   ctx.state.databaseReady = true;
   await ctx.jobs.init();
   return { ctx, close: () => stopContext(ctx) };
-}
-
-/** Migrations and the application role, as the service applies them at start. */
-async function prepareDatabase(url: string): Promise<void> {
-  const owner = createDatabase(url, 1);
-  try {
-    await migrateLatest(owner);
-    await provisionAppRole(owner, loadConfig({ NODE_ENV: 'test', DATABASE_URL: url }), createLogger('silent'));
-  } finally {
-    await owner.destroy();
-  }
 }
 
 async function stopContext(ctx: AppContext): Promise<void> {
