@@ -5,6 +5,8 @@ import { opsQueuesHandlers } from './ops-queues';
 import { opsMailHandlers } from './ops-mail';
 import { authHandlers } from './auth';
 import { sessionsHandlers } from './sessions';
+import { mfaHandlers } from './mfa';
+import { passkeysHandlers } from './passkeys';
 import { orgsHandlers } from './orgs';
 import { membersHandlers } from './members';
 import { invitationsHandlers } from './invitations';
@@ -34,6 +36,8 @@ export const handlers: HandlerMap = {
   ...opsMailHandlers,
   ...authHandlers,
   ...sessionsHandlers,
+  ...mfaHandlers,
+  ...passkeysHandlers,
   ...orgsHandlers,
   ...membersHandlers,
   ...invitationsHandlers,

@@ -1,6 +1,7 @@
 // The one place that reads configuration. Everything else receives a Config.
 import fs from 'node:fs';
 import path from 'node:path';
+import { hkdfSync } from 'node:crypto';
 
 /** Project root (where openapi.yaml and package.json live), found from src/ and from dist/src/. */
 export const projectRoot = (() => {
@@ -72,8 +73,20 @@ export interface Config {
     stepUpPer15Minutes: number;
     /** Wrong one-time codes (verification, reset) per account per day before 429 (DESIGN 6). */
     codeFailuresPerDay: number;
+    /** Recovery-code regenerations per user per hour (every attempt counts; DESIGN 6). */
+    recoveryCodesPerHour: number;
   };
   session: { idleTimeoutSeconds: number; absoluteLifetimeSeconds: number };
+  /**
+   * Second factors: `encryptionKey` (32 bytes, MFA_ENCRYPTION_KEY) encrypts authenticator-app
+   * secrets at rest; `totpIssuer` is the name authenticator apps show.
+   */
+  mfa: { encryptionKey: Buffer; totpIssuer: string };
+  /**
+   * Passkeys: the relying-party id (a registrable domain every origin is on), the name browsers
+   * show, and the origins a WebAuthn response may come from (default: APP_ORIGINS).
+   */
+  webauthn: { rpId: string; rpName: string; origins: string[] };
   operatorEmails: string[];
   /** `transport`: `smtp` needs SMTP_URL; `log` sends nothing (production only with MAIL_TRANSPORT=log). */
   mail: { smtpUrl: string | null; from: string; transport: 'smtp' | 'log' };
@@ -141,6 +154,38 @@ function httpTimeouts(env: Env): Config['http'] {
   return { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: positive(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000) };
 }
 
+/**
+ * MFA_ENCRYPTION_KEY: 32 bytes as base64 or hex. Unset outside production, a key is derived from
+ * SESSION_SECRET so development needs no setup (production refuses to start without one).
+ */
+function mfaEncryptionKey(env: Env): Buffer {
+  const raw = env.MFA_ENCRYPTION_KEY?.trim();
+  if (!raw) {
+    const secret = env.SESSION_SECRET || 'development-only-secret-do-not-use-in-production';
+    return Buffer.from(hkdfSync('sha256', secret, 'tenant-api', 'mfa-encryption-key', 32));
+  }
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32) throw new ConfigError('MFA_ENCRYPTION_KEY must be 32 bytes, as base64 (44 characters) or hex (64 characters)');
+  return key;
+}
+
+/**
+ * WEBAUTHN_RP_ID (default: the host of the first origin), WEBAUTHN_RP_NAME, WEBAUTHN_ORIGINS
+ * (default: the app origins). Browsers refuse a ceremony whose origin is not on the RP id's
+ * domain, so that is checked here rather than discovered at the first sign-in.
+ */
+function webauthn(env: Env, appOrigins: string[]): Config['webauthn'] {
+  const origins = list(env.WEBAUTHN_ORIGINS).length ? list(env.WEBAUTHN_ORIGINS) : appOrigins;
+  const rpId = (env.WEBAUTHN_RP_ID || new URL(origins[0]!).hostname).toLowerCase();
+  for (const origin of origins) {
+    const host = new URL(origin).hostname;
+    if (host !== rpId && !host.endsWith(`.${rpId}`)) {
+      throw new ConfigError(`WEBAUTHN_RP_ID "${rpId}" must be the host of every WebAuthn origin or a parent domain of it; "${origin}" is not`);
+    }
+  }
+  return { rpId, rpName: env.WEBAUTHN_RP_NAME || 'Tenant API', origins };
+}
+
 function trustProxy(raw: string | undefined): string | number | boolean {
   if (raw === undefined || raw === '' || raw === 'false') return false;
   if (raw === 'true') return true;
@@ -184,11 +229,14 @@ export function loadConfig(env: Env = process.env): Config {
       ipPerMinute: int(env, 'RATE_LIMIT_IP_PER_MINUTE', 600),
       stepUpPer15Minutes: positive(env, 'RATE_LIMIT_STEP_UP_PER_15_MINUTES', 5),
       codeFailuresPerDay: positive(env, 'RATE_LIMIT_CODE_FAILURES_PER_DAY', 10),
+      recoveryCodesPerHour: positive(env, 'RATE_LIMIT_RECOVERY_CODES_PER_HOUR', 3),
     },
     session: {
       idleTimeoutSeconds: int(env, 'SESSION_IDLE_TIMEOUT_SECONDS', 14 * 24 * 3600),
       absoluteLifetimeSeconds: int(env, 'SESSION_ABSOLUTE_LIFETIME_SECONDS', 90 * 24 * 3600),
     },
+    mfa: { encryptionKey: mfaEncryptionKey(env), totpIssuer: env.MFA_TOTP_ISSUER || 'Tenant API' },
+    webauthn: webauthn(env, list(env.APP_ORIGINS).length ? list(env.APP_ORIGINS) : [new URL(publicBaseUrl).origin]),
     operatorEmails: list(env.OPERATOR_EMAILS).map((e) => e.toLowerCase()),
     mail: { smtpUrl: env.SMTP_URL || null, from: env.MAIL_FROM || 'Tenant API <no-reply@localhost>', transport: mailTransport(env) },
     runWorkers: env.RUN_WORKERS !== 'false',
@@ -210,6 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
     if (!config.databaseUrl) missing.push('DATABASE_URL (production does not start an embedded PostgreSQL)');
     if (!env.SESSION_SECRET || env.SESSION_SECRET.length < 32) missing.push('SESSION_SECRET (at least 32 characters)');
     if (!env.PUBLIC_BASE_URL) missing.push('PUBLIC_BASE_URL');
+    if (!env.MFA_ENCRYPTION_KEY) missing.push('MFA_ENCRYPTION_KEY (32 bytes, base64 or hex: `openssl rand -base64 32`)');
     if (missing.length) throw new ConfigError(`Missing required configuration in production: ${missing.join('; ')}`);
     // Trusting every hop lets any client forge X-Forwarded-For and dodge the per-IP limits.
     if (config.trustProxy === true) {

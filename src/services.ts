@@ -28,6 +28,10 @@ import { JobDefinitionsService } from './jobs/definitions';
 import { OrgService } from './orgs/service';
 import { InvitationService } from './orgs/invitations';
 import { ProjectService } from './projects/service';
+import { TotpService } from './mfa/totp';
+import { RecoveryCodes } from './mfa/recovery-codes';
+import { MfaService } from './mfa/service';
+import { PasskeyService } from './passkeys/service';
 import { setTenantContext, type TenantContext } from './platform/tenant-context';
 
 /** A database handle: the pool, or one open transaction. */
@@ -139,6 +143,22 @@ export class Services {
 
   get accounts(): AccountService {
     return this.once('accounts', () => new AccountService(this));
+  }
+
+  get mfa(): MfaService {
+    return this.once('mfa', () => new MfaService(this));
+  }
+
+  get totp(): TotpService {
+    return this.once('totp', () => new TotpService(this));
+  }
+
+  get recoveryCodes(): RecoveryCodes {
+    return this.once('recoveryCodes', () => new RecoveryCodes(this));
+  }
+
+  get passkeys(): PasskeyService {
+    return this.once('passkeys', () => new PasskeyService(this));
   }
 
   get emailVerification(): EmailVerificationService {

@@ -8,6 +8,7 @@ import * as oneTimeCodes from './20261122020000_one_time_codes';
 import * as jobRunsIndexes from './20261122030000_job_runs_indexes';
 import * as personalDataAndPruning from './20261123020000_personal_data_and_pruning';
 import * as tenants from './20261123100000_tenants';
+import * as secondFactors from './20261124000000_second_factors';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
@@ -16,6 +17,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122030000_job_runs_indexes': jobRunsIndexes,
   '20261123020000_personal_data_and_pruning': personalDataAndPruning,
   '20261123100000_tenants': tenants,
+  '20261124000000_second_factors': secondFactors,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

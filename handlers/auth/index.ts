@@ -11,6 +11,8 @@ import { resendVerificationEmail } from './resendVerificationEmail';
 import { changePassword } from './changePassword';
 import { forgotPassword } from './forgotPassword';
 import { resetPassword } from './resetPassword';
+import { completeMfaLogin } from './completeMfaLogin';
+import { startMfaPasskey } from './startMfaPasskey';
 
 export const authHandlers: HandlerMap = {
   deleteMe,
@@ -24,4 +26,6 @@ export const authHandlers: HandlerMap = {
   changePassword,
   forgotPassword,
   resetPassword,
+  completeMfaLogin,
+  startMfaPasskey,
 };

@@ -5,10 +5,12 @@ import type { components } from '../../codegen/api-types';
 import type { Config } from '../../src/config';
 import type { AccountView } from '../../src/accounts/me';
 import type { IssuedSession } from '../../src/accounts/service';
+import type { IssuedChallenge } from '../../src/mfa/service';
 import { sessionCookieName } from '../../src/http/authenticate';
 
 type ApiUser = components['schemas']['User'];
 type LoginSuccess = components['schemas']['LoginSuccess'];
+type MfaChallenge = components['schemas']['MfaChallenge'];
 
 export function toApiUser(user: AccountView): ApiUser {
   return {
@@ -51,4 +53,9 @@ export function sessionReply(config: Config, issued: IssuedSession, now: Date): 
   if (issued.transport === 'bearer') return { body: { ...body, token: issued.session.token }, headers: {} };
   const maxAge = Math.max(0, Math.floor((issued.session.expiresAt.getTime() - now.getTime()) / 1000));
   return { body, headers: { 'Set-Cookie': sessionCookie(config, issued.session.token, maxAge) } };
+}
+
+/** The 202 body of a sign-in that waits for a second factor (no session, no cookie). */
+export function challengeReply(challenge: IssuedChallenge): MfaChallenge {
+  return { mfa_required: true, challenge_token: challenge.token, methods: challenge.methods, expires_at: challenge.expiresAt.toISOString() };
 }

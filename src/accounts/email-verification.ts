@@ -66,6 +66,6 @@ export class EmailVerificationService {
     const user = await store.findUserById(this.s.db, caller.userId);
     if (!user) throw commonErrors.unauthenticated();
     const { passwordHash: _secret, ...view } = user;
-    return view;
+    return { ...view, mfa: caller.user.mfa };
   }
 }

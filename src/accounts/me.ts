@@ -21,20 +21,20 @@ export interface AccountView {
   updatedAt: Date;
 }
 
-/**
- * Second factors arrive with the second-factor issue; until then nobody has one. That issue reads
- * the real summary in the same round trip as the session (findLiveSession) and at sign-in.
- */
+/** A new account's (register): nothing yet. */
 export const NO_SECOND_FACTOR: MfaSummary = Object.freeze({ enabled: false, totp: false, passkeys: 0, recoveryCodesRemaining: 0 });
 
-export function accountView(user: SessionUser | UserRow, mfa: MfaSummary = NO_SECOND_FACTOR): AccountView {
+/** The account; `mfa` is read with the session for a SessionUser, given by the caller for a UserRow. */
+export function accountView(user: SessionUser): AccountView;
+export function accountView(user: UserRow, mfa: MfaSummary): AccountView;
+export function accountView(user: SessionUser | UserRow, mfa?: MfaSummary): AccountView {
   return {
     id: user.id,
     email: user.email,
     name: user.name,
     emailVerified: user.emailVerified,
     operator: user.operator,
-    mfa,
+    mfa: mfa ?? (user as SessionUser).mfa,
     createdAt: user.createdAt,
     updatedAt: user.updatedAt,
   };

@@ -5,9 +5,12 @@
 import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/service';
 import type { NewSession, Transport } from '../sessions/service';
+import type { SignInOutcome } from '../mfa/service';
+import type { CeremonyPurpose } from '../passkeys/store';
+import type { Credential } from '../passkeys/service';
 import { commonErrors } from '../errors';
 import { accountErrors } from './errors';
-import { accountView, type AccountView } from './me';
+import { accountView, NO_SECOND_FACTOR, type AccountView } from './me';
 import { isCommonPassword } from './passwords';
 import * as store from './store';
 
@@ -21,7 +24,7 @@ export interface IssuedSession {
 /** A fresh proof for a sensitive change (`StepUpProof` in the contract): exactly one of these. */
 export interface StepUpProof {
   code?: string;
-  passkey?: unknown;
+  passkey?: { ceremonyToken: string; credential: Credential };
   password?: string;
 }
 
@@ -33,7 +36,7 @@ const userActor = (id: string | null): Actor => ({ kind: 'user', id });
 
 export class AccountService {
   constructor(
-    private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit' | 'limits' | 'passwords' | 'transaction' | 'sessions' | 'mail' | 'emailVerification' | 'orgs'>,
+    private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit' | 'limits' | 'passwords' | 'transaction' | 'sessions' | 'mail' | 'emailVerification' | 'orgs' | 'mfa' | 'totp' | 'passkeys'>,
   ) {}
 
   /**
@@ -76,7 +79,7 @@ export class AccountService {
         data: { method: 'password', transport, via: 'register' },
         meta,
       });
-      return { user: accountView(user), session, transport };
+      return { user: accountView(user, NO_SECOND_FACTOR), session, transport };
     });
   }
 
@@ -84,9 +87,10 @@ export class AccountService {
    * POST /v1/auth/login with email and password. Unknown email, wrong password and an account
    * without a password all cost exactly one bcrypt compare and answer the same 401
    * `invalid_credentials`. A hash made with another cost than the configured one is replaced on
-   * success. 429 over the per-IP or per-address limit.
+   * success. 429 over the per-IP or per-address limit. A user with a second factor gets a
+   * challenge instead of a session (src/mfa/service.ts `signIn`, shared by every way of signing in).
    */
-  async login(input: { email: string; password: string; transport?: Transport }, meta: RequestMeta): Promise<IssuedSession> {
+  async login(input: { email: string; password: string; transport?: Transport }, meta: RequestMeta): Promise<SignInOutcome> {
     const email = store.normaliseEmail(input.email);
     await this.s.limits.hit({ limit: 'login.ip', subject: meta.ip ?? 'unknown' }, { limit: 'login.email', subject: email });
     const user = await store.findUserByEmail(this.s.db, email);
@@ -101,17 +105,15 @@ export class AccountService {
       });
       throw accountErrors.invalidCredentials();
     }
-    // Second factors (TOTP, passkeys) arrive with the second-factor issue: until then no user has
-    // one and sign-in always completes here (200). That issue answers 202 with a challenge instead.
-    const transport = input.transport ?? 'cookie';
     const rehashed = this.s.passwords.needsRehash(user.passwordHash!) ? await this.s.passwords.hash(input.password) : null;
-    const session = await this.s.transaction(async (tx) => {
+    return this.s.mfa.signIn(user, { firstFactor: 'password', transport: input.transport ?? 'cookie' }, meta, async (tx) => {
       if (rehashed) await store.replacePasswordHash(tx.db, user.id, user.passwordHash!, rehashed);
-      const created = await tx.sessions.start({ userId: user.id, transport, ip: meta.ip, userAgent: meta.userAgent });
-      await tx.audit.record({ action: 'auth.login.succeeded', actor: userActor(user.id), target: { kind: 'session', id: created.id }, data: { method: 'password', transport }, meta });
-      return created;
     });
-    return { user: accountView(user), session, transport };
+  }
+
+  /** The account's row, or null when it is gone. */
+  findUser(userId: string): Promise<store.UserRow | null> {
+    return store.findUserById(this.s.db, userId);
   }
 
   /**
@@ -147,27 +149,42 @@ export class AccountService {
   /**
    * Checks a fresh proof for a sensitive change. Every proof counts towards `step_up.user` first,
    * so the 6th try in 15 minutes is refused (429) whether or not it is right; a right one resets
-   * the count. 401 `invalid_credentials` for a wrong password, 401 `invalid_code` for a code or
-   * passkey that does not verify, 422 `second_factor_required` for a password while a second
-   * factor is on. A wrong proof writes `auth.step_up.failed`.
+   * the count. 401 `invalid_credentials` for a wrong password, 401 `invalid_code` for a TOTP code
+   * that is wrong or used before, or a passkey response that does not verify (its ceremony must be
+   * the user's, of purpose `verification`, or one of `passkeyPurposes`); 422
+   * `second_factor_required` for a password while a second factor is on. A wrong proof writes
+   * `auth.step_up.failed`. A code or passkey is used up by this check.
    */
-  async verifyFreshProof(input: { userId: string; proof: StepUpProof; operation: string }, meta: RequestMeta): Promise<ProofMethod> {
+  async verifyFreshProof(
+    input: { userId: string; proof: StepUpProof; operation: string; passkeyPurposes?: CeremonyPurpose[] },
+    meta: RequestMeta,
+  ): Promise<ProofMethod> {
     const { userId, proof } = input;
     const method = proofMethod(proof);
     const attempt = { limit: 'step_up.user' as const, subject: userId };
     await this.s.limits.hit(attempt);
-    const user = await store.findUserById(this.s.db, userId);
-    // Second factors (TOTP, passkeys) arrive with the second-factor issue; until then no user has
-    // one, so a code or passkey can never verify (401 `invalid_code`).
-    const hasSecondFactor = false;
     let ok = false;
+    let reason: string | undefined;
     if (method === 'password') {
-      if (hasSecondFactor) {
+      if ((await this.s.mfa.state(userId)).enabled) {
         throw accountErrors.secondFactorRequired(undefined, {
           errors: [{ message: 'not accepted while a second factor is on; give code or passkey', location: 'body.password' }],
         });
       }
+      const user = await store.findUserById(this.s.db, userId);
       ok = await this.s.passwords.verify(proof.password!, user?.passwordHash ?? null);
+    } else if (method === 'code') {
+      ok = await this.s.totp.useCode(userId, proof.code!);
+    } else {
+      const checked = await this.s.passkeys.verifyAssertion({
+        ceremonyToken: proof.passkey!.ceremonyToken,
+        credential: proof.passkey!.credential,
+        purposes: input.passkeyPurposes ?? ['verification'],
+        userId,
+        requireUserVerification: false,
+      });
+      ok = checked.ok;
+      if (!checked.ok) reason = checked.reason;
     }
     if (ok) {
       await this.s.limits.reset(attempt);
@@ -177,11 +194,11 @@ export class AccountService {
       action: 'auth.step_up.failed',
       actor: userActor(userId),
       target: { kind: 'user', id: userId },
-      data: { operation: input.operation, method },
+      data: { operation: input.operation, method, ...(reason ? { reason } : {}) },
       meta,
     });
     if (method === 'password') throw accountErrors.invalidCredentials('The password is wrong.');
-    throw accountErrors.invalidCode(method === 'code' ? 'The code is wrong.' : 'The passkey response is not valid.');
+    throw accountErrors.invalidCode(method === 'code' ? 'The code is wrong or has already been used.' : 'The passkey response is not valid.');
   }
 
   /**

@@ -34,6 +34,8 @@ const LIMITS = {
   'step_up.user': (c: Config) => ({ max: c.rateLimits.stepUpPer15Minutes, windowSeconds: 15 * MINUTE }),
   /** Wrong one-time codes per account (by address, so unknown addresses count alike), per day. */
   'code_failures.account': (c: Config) => ({ max: c.rateLimits.codeFailuresPerDay, windowSeconds: 24 * 60 * MINUTE }),
+  /** Recovery-code regenerations per user per hour; every attempt counts (DESIGN 6). */
+  'recovery_codes.user': (c: Config) => ({ max: c.rateLimits.recoveryCodesPerHour, windowSeconds: 60 * MINUTE }),
   /** Invitations an organisation sends per hour (contract: createInvitation). */
   'invitations.org': () => ({ max: 50, windowSeconds: 60 * MINUTE }),
   /** Resends of one invitation per 15 minutes. */

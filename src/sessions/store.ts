@@ -5,6 +5,7 @@ import { newId } from '../ids';
 import { prepared, runPrepared } from '../platform/prepared';
 import { hashToken, looksLikeToken, newSessionToken } from './tokens';
 import { deleteInBatches } from '../platform/batches';
+import type { MfaSummary } from '../accounts/me';
 
 export interface SessionUser {
   id: string;
@@ -14,6 +15,8 @@ export interface SessionUser {
   operator: boolean;
   createdAt: Date;
   updatedAt: Date;
+  /** The user's second factors, read with the session (GET /v1/auth/me shows them without a query of its own). */
+  mfa: MfaSummary;
 }
 
 export interface Caller {
@@ -37,7 +40,10 @@ const TOUCH_EVERY_MS = 60_000;
 export const FIND_LIVE_SESSION = prepared(
   'sessions.find_live',
   `with live as (
-     select s.id as session_id, s.transport, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at
+     select s.id as session_id, s.transport, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at,
+            exists (select 1 from totp_credentials t where t.user_id = u.id and t.enabled_at is not null) as mfa_totp,
+            (select count(*) from passkeys p where p.user_id = u.id)::int as mfa_passkeys,
+            (select count(*) from recovery_codes r where r.user_id = u.id and r.used_at is null)::int as mfa_recovery_codes
        from sessions s join users u on u.id = s.user_id
       where s.token_hash = $1 and s.revoked_at is null and s.expires_at > $2 and s.last_seen_at > $3
    ), touched as (
@@ -71,6 +77,12 @@ export async function findLiveSession(db: Db, token: string, policy: SessionPoli
       operator: row.is_operator,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
+      mfa: {
+        enabled: row.mfa_totp || row.mfa_passkeys > 0,
+        totp: row.mfa_totp,
+        passkeys: row.mfa_passkeys,
+        recoveryCodesRemaining: row.mfa_recovery_codes,
+      },
     },
   };
 }

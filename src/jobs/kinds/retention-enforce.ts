@@ -13,7 +13,7 @@ const RETENTION_MS = 30 * DAY_MS;
 export const retentionEnforce: JobKind<AppContext, Record<string, never>> = {
   name: 'service.retention.enforce',
   description:
-    'Deletes records past their retention period: finalized job runs and sent mail records (30 days), expired or revoked sessions, used or expired one-time codes, organisations soft-deleted more than 30 days ago (with their projects, memberships and invitations).',
+    'Deletes records past their retention period: finalized job runs and sent mail records (30 days), expired or revoked sessions, used or expired one-time codes, sign-in challenges and passkey ceremonies expired a day ago, organisations soft-deleted more than 30 days ago (with their projects, memberships and invitations).',
   defaults: { enabled: true, max_attempts: 3, priority: 0, queue: 'maintenance', schedule: '0 3 * * *', timeout: '30m0s' },
   needsPayload: false,
   async handle(_payload, { app, logger, signal }) {
@@ -28,12 +28,17 @@ export const retentionEnforce: JobKind<AppContext, Record<string, never>> = {
     signal.throwIfAborted();
     const codes = await services.codes.pruneDead(now);
     signal.throwIfAborted();
+    const challenges = await services.mfa.pruneExpired(now);
+    const ceremonies = await services.passkeys.pruneExpiredCeremonies(now);
+    signal.throwIfAborted();
     const orgRows = await services.orgs.purgeDeleted(new Date(now.getTime() - RESTORE_WINDOW_MS));
     logger.info('retention enforced', {
       job_runs_deleted: jobRuns,
       mail_messages_deleted: mail,
       sessions_deleted: sessions,
       one_time_codes_deleted: codes,
+      mfa_challenges_deleted: challenges,
+      webauthn_ceremonies_deleted: ceremonies,
       deleted_organisation_rows_purged: orgRows,
     });
   },

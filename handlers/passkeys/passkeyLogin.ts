@@ -1,0 +1,12 @@
+import type { Handler } from '../types';
+import { sessionReply } from '../auth/session-reply';
+
+/** 200 LoginSuccess: a passkey satisfies both factors. */
+export const passkeyLogin: Handler<'passkeyLogin'> = async ({ app, services, body, meta }) => {
+  const issued = await services.passkeys.signIn(
+    { ceremonyToken: body.ceremony_token, credential: body.credential as Record<string, unknown>, transport: body.transport ?? 'cookie' },
+    meta,
+  );
+  const reply = sessionReply(app.config, issued, app.now());
+  return { status: 200, body: reply.body, headers: reply.headers };
+};
