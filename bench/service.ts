@@ -52,6 +52,7 @@ export async function startService(name: string, o: ServiceOptions): Promise<Ser
     PORT: String(port),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     SESSION_SECRET: o.sessionSecret,
+    MFA_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), // a fixed bench key: nothing here is kept
     DATABASE_URL: o.databaseUrl,
     REDIS_URL: o.redisUrl,
     REDIS_PREFIX: o.redisPrefix,

@@ -13,7 +13,7 @@ describe('configuration', () => {
 });
 
 describe('in production', () => {
-  const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', SESSION_SECRET: 'x'.repeat(32), PUBLIC_BASE_URL: 'https://api.example.com', SMTP_URL: 'smtp://mail.example.com:587' };
+  const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', SESSION_SECRET: 'x'.repeat(32), PUBLIC_BASE_URL: 'https://api.example.com', SMTP_URL: 'smtp://mail.example.com:587', MFA_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64') };
 
   it('starts with the required settings', () => {
     expect(loadConfig(production)).toMatchObject({ env: 'production', trustProxy: false, mail: { transport: 'smtp' } });
@@ -34,5 +34,33 @@ describe('in production', () => {
   it('outside production, the log transport is the default without SMTP_URL', () => {
     expect(loadConfig({}).mail.transport).toBe('log');
     expect(() => loadConfig({ MAIL_TRANSPORT: 'smtp' })).toThrow(/needs SMTP_URL/);
+  });
+});
+
+describe('second factors and passkeys', () => {
+  const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', SESSION_SECRET: 'x'.repeat(32), PUBLIC_BASE_URL: 'https://api.example.com', SMTP_URL: 'smtp://mail.example.com:587' };
+
+  it('needs MFA_ENCRYPTION_KEY in production, as 32 bytes of base64 or hex', () => {
+    expect(() => loadConfig(production)).toThrow(/MFA_ENCRYPTION_KEY/);
+    expect(loadConfig({ ...production, MFA_ENCRYPTION_KEY: Buffer.alloc(32, 2).toString('base64') }).mfa.encryptionKey).toEqual(Buffer.alloc(32, 2));
+    expect(loadConfig({ ...production, MFA_ENCRYPTION_KEY: '03'.repeat(32) }).mfa.encryptionKey).toEqual(Buffer.alloc(32, 3));
+    expect(() => loadConfig({ ...production, MFA_ENCRYPTION_KEY: 'too-short' })).toThrow(/must be 32 bytes/);
+  });
+
+  it('derives a development key from SESSION_SECRET (stable, different per secret)', () => {
+    expect(loadConfig({}).mfa.encryptionKey).toHaveLength(32);
+    expect(loadConfig({ SESSION_SECRET: 'a' }).mfa.encryptionKey).toEqual(loadConfig({ SESSION_SECRET: 'a' }).mfa.encryptionKey);
+    expect(loadConfig({ SESSION_SECRET: 'a' }).mfa.encryptionKey).not.toEqual(loadConfig({ SESSION_SECRET: 'b' }).mfa.encryptionKey);
+  });
+
+  it('takes the RP id from the first app origin, and refuses one that is not a parent domain of every origin', () => {
+    expect(loadConfig({ APP_ORIGINS: 'https://app.example.com,https://admin.app.example.com' }).webauthn).toEqual({
+      rpId: 'app.example.com',
+      rpName: 'Tenant API',
+      origins: ['https://app.example.com', 'https://admin.app.example.com'],
+    });
+    expect(loadConfig({ APP_ORIGINS: 'https://app.example.com,https://www.example.com', WEBAUTHN_RP_ID: 'example.com' }).webauthn.rpId).toBe('example.com');
+    expect(() => loadConfig({ APP_ORIGINS: 'https://app.example.com,https://other.example.net' })).toThrow(/WEBAUTHN_RP_ID "app.example.com" must be the host/);
+    expect(loadConfig({ PORT: '4000' }).webauthn).toMatchObject({ rpId: 'localhost', origins: ['http://localhost:4000'] });
   });
 });
