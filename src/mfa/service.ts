@@ -2,7 +2,8 @@
 // now, a social provider later) in `signIn`, which answers a session, or, when the user has a
 // second factor, a challenge: single use, 5 minutes, 5 tries, finished by a TOTP code, a recovery
 // code or a passkey. Also the state of a user's factors and the recovery-code regeneration.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { hashToken } from '../sessions/tokens';
 import type { Services } from '../services';
 import type { RequestMeta } from '../audit/service';
 import type { IssuedSession, StepUpProof } from '../accounts/service';
@@ -32,8 +33,6 @@ export type SignInOutcome = ({ kind: 'session' } & IssuedSession) | { kind: 'cha
 
 /** The second factor a challenge is finished with: exactly one. */
 export type SecondFactorInput = { code: string } | { recoveryCode: string } | { passkey: { ceremonyToken: string; credential: Credential } };
-
-const hashToken = (token: string) => createHash('sha256').update(token).digest();
 
 export function summarise(state: store.MfaState): MfaSummary {
   return { enabled: state.totp || state.passkeys > 0, totp: state.totp, passkeys: state.passkeys, recoveryCodesRemaining: state.recoveryCodesRemaining };

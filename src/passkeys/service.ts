@@ -2,7 +2,8 @@
 // assertions used as a second factor or a step-up proof. Every ceremony is a single-use token
 // (only its hash stored), valid 5 minutes, bound to its purpose and user (and, for a second
 // factor, to the sign-in challenge). RP id and origins come from config.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { hashToken } from '../sessions/tokens';
 import {
   generateAuthenticationOptions,
   generateRegistrationOptions,
@@ -44,8 +45,6 @@ export type Credential = Record<string, unknown>;
 export type AssertionFailure = 'invalid_ceremony' | 'unknown_passkey' | 'other_user' | 'user_handle_mismatch' | 'assertion_failed' | 'counter_regressed';
 
 export type AssertionOutcome = { ok: true; passkey: store.PasskeyRow } | { ok: false; reason: AssertionFailure };
-
-const hashToken = (token: string) => createHash('sha256').update(token).digest();
 
 /** Transports as reported, kept only when they look like transport names. */
 function cleanTransports(raw: unknown): string[] {

@@ -1,5 +1,6 @@
 // The retention job's pruning outside job runs: sessions that expired or were revoked over a week
-// ago, one-time codes expired over a day ago, mail records older than 30 days; live ones stay.
+// ago, one-time codes, sign-in challenges and passkey ceremonies expired over a day ago, mail
+// records older than 30 days; live ones stay.
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { waitFor } from '../support/wait';
@@ -28,6 +29,15 @@ it('prunes dead sessions, dead codes and old mail records, and keeps the live on
   const mail = (daysAgo: number) => t.ctx.db('mail_messages').insert({ to: 'a@example.com', subject: 's', text: 't', html: 'h', transport: 'log', sent_at: ago(daysAgo) }).returning('id');
   const [oldMail] = await mail(31);
   const [newMail] = await mail(29);
+  // Sign-in challenges and passkey ceremonies go a day after they expire (used or not).
+  const challenge = (expiresDaysAgo: number) =>
+    t.ctx.db('mfa_challenges').insert({ id: `chl_${Math.random()}`, token_hash: Buffer.from(String(Math.random())), user_id: u.userId, first_factor: 'password', transport: 'bearer', created_at: ago(expiresDaysAgo + 0.01), expires_at: ago(expiresDaysAgo) }).returning('id');
+  const [oldChallenge] = await challenge(1.5);
+  const [recentChallenge] = await challenge(0.5);
+  const ceremony = (expiresDaysAgo: number) =>
+    t.ctx.db('webauthn_ceremonies').insert({ token_hash: Buffer.from(String(Math.random())), purpose: 'login', challenge: 'c', created_at: ago(expiresDaysAgo + 0.01), expires_at: ago(expiresDaysAgo) }).returning('id');
+  const [oldCeremony] = await ceremony(1.5);
+  const [recentCeremony] = await ceremony(0.5);
 
   const res = await t.http.post('/ops/jobs/definitions/service.retention.enforce/run').set('Authorization', operator.auth).expect(202);
   await waitFor('the retention run to complete', async () => (await t.ctx.db('job_runs').where({ id: res.body.id }).first())?.state === 'completed');
@@ -36,4 +46,6 @@ it('prunes dead sessions, dead codes and old mail records, and keeps the live on
   expect(await ids('sessions', [expired!, revoked!, recentlyRevoked!, { id: u.sessionId }])).toEqual([recentlyRevoked!.id, u.sessionId].sort());
   expect(await ids('one_time_codes', [deadCode!, usedCode!, freshCode!])).toEqual([String(freshCode!.id)]);
   expect(await ids('mail_messages', [oldMail!, newMail!])).toEqual([String(newMail!.id)]);
+  expect(await ids('mfa_challenges', [oldChallenge!, recentChallenge!])).toEqual([recentChallenge!.id]);
+  expect(await ids('webauthn_ceremonies', [oldCeremony!, recentCeremony!])).toEqual([String(recentCeremony!.id)]);
 });
