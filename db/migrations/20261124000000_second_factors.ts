@@ -28,6 +28,8 @@ export async function up(knex: Knex): Promise<void> {
       used_at timestamptz
     )`);
   await knex.raw('create unique index recovery_codes_user_hash_key on recovery_codes (user_id, code_hash)');
+  // The session lookup counts a user's unused codes on every request: an index-only count.
+  await knex.raw('create index recovery_codes_user_unused_idx on recovery_codes (user_id) where used_at is null');
 
   await knex.raw(`
     create table mfa_challenges (

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { bullJobId } from '../../src/jobs/system';
@@ -79,7 +78,8 @@ describe('with a worker in a second process', () => {
 
   it('a pause stops that process taking work from the queue until it is resumed', async () => {
     let output = '';
-    worker = spawn(path.join(projectRoot, 'node_modules/.bin/tsx'), ['src/main.ts', 'worker'], {
+    // One node process with tsx as a loader (the `tsx` command would relay SIGTERM to a child).
+    worker = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'worker'], {
       cwd: projectRoot,
       env: { ...process.env, NODE_ENV: 'development', DATABASE_URL: t.ctx.config.databaseUrl!, REDIS_PREFIX: t.ctx.config.redisPrefix, LOG_LEVEL: 'info', SMTP_URL: '' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -15,7 +15,12 @@ import { freePort } from '../support/ports';
 // ---------------------------------------------------------------------------------------------
 
 const ROOT = path.resolve(__dirname, '../..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+/**
+ * The service runs in ONE node process with tsx as a loader. Not the `tsx` command: it runs the
+ * program in a child and relays signals, giving the child 30 ms to acknowledge one before it
+ * SIGKILLs it, so on a loaded machine SIGTERM sometimes never reached our handler.
+ */
+const NODE_TS = [process.execPath, ['--import', 'tsx']] as const;
 
 /** Settings the tests control; removed from the inherited environment unless set explicitly. */
 const CONTROLLED = ['NODE_ENV', 'DATABASE_URL', 'SESSION_SECRET', 'PUBLIC_BASE_URL', 'PORT', 'HOST', 'LOG_LEVEL', 'REDIS_PREFIX', 'OPERATOR_EMAILS'];
@@ -36,8 +41,8 @@ function start(args: string[], env: Record<string, string | undefined>): Proc {
   const childEnv: Record<string, string | undefined> = { ...process.env };
   for (const name of CONTROLLED) delete childEnv[name];
   Object.assign(childEnv, env);
-  // detached: its own process group, so cleanup can kill tsx and the node process it starts.
-  const child = spawn(TSX, ['src/main.ts', ...args], { cwd: ROOT, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // detached: its own process group, so cleanup can kill whatever it starts.
+  const child = spawn(NODE_TS[0], [...NODE_TS[1], 'src/main.ts', ...args], { cwd: ROOT, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
