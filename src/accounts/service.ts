@@ -202,15 +202,10 @@ export class AccountService {
   }
 
   /**
-   * The hook for 409 `last_owner`: refuses while the user is the only owner of an organisation that
-   * has other members. Organisations do not exist yet; the organisations issue fills this in (and
-   * deletes the organisations where the user is the only member), inside the same transaction.
-   */
-  /**
    * DELETE /v1/auth/me, after `verifyFreshProof`, in one transaction: every session revoked, the
    * personal data the service keeps elsewhere erased (mail records and job payloads lose the
    * address, the user's audit events their ip and user agent: the actor id stays, a pseudonym),
-   * `auth.account.deleted` recorded, and the users row deleted (sessions and codes cascade), so
+   * `auth.account.deleted` recorded, and the users row deleted (sessions, codes, second factors and passkeys cascade), so
    * the email can register again at once. Then the rate-limit windows that name it are dropped.
    */
   async deleteAccount(input: { userId: string; proofMethod: ProofMethod }, meta: RequestMeta): Promise<{ sessionsRevoked: number }> {
