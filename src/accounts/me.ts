@@ -21,6 +21,11 @@ export interface AccountView {
   updatedAt: Date;
 }
 
+/** The one rule for "sign-in asks for a second factor": the authenticator app on, or any passkey. */
+export function mfaSummary(factors: { totp: boolean; passkeys: number; recoveryCodesRemaining: number }): MfaSummary {
+  return { enabled: factors.totp || factors.passkeys > 0, ...factors };
+}
+
 /** A new account's (register): nothing yet. */
 export const NO_SECOND_FACTOR: MfaSummary = Object.freeze({ enabled: false, totp: false, passkeys: 0, recoveryCodesRemaining: 0 });
 

@@ -10,7 +10,7 @@ import type { IssuedSession, StepUpProof } from '../accounts/service';
 import type { UserRow } from '../accounts/store';
 import type { Transport } from '../sessions/service';
 import type { Credential } from '../passkeys/service';
-import { accountView, type MfaSummary } from '../accounts/me';
+import { accountView, mfaSummary, type MfaSummary } from '../accounts/me';
 import { accountErrors } from '../accounts/errors';
 import { rateLimited } from '../errors';
 import { ulid } from '../ids';
@@ -34,10 +34,6 @@ export type SignInOutcome = ({ kind: 'session' } & IssuedSession) | { kind: 'cha
 /** The second factor a challenge is finished with: exactly one. */
 export type SecondFactorInput = { code: string } | { recoveryCode: string } | { passkey: { ceremonyToken: string; credential: Credential } };
 
-export function summarise(state: store.MfaState): MfaSummary {
-  return { enabled: state.totp || state.passkeys > 0, totp: state.totp, passkeys: state.passkeys, recoveryCodesRemaining: state.recoveryCodesRemaining };
-}
-
 function methodsOf(state: store.MfaState): SecondFactor[] {
   const methods: SecondFactor[] = [];
   if (state.totp) methods.push('totp');
@@ -53,7 +49,7 @@ export class MfaService {
 
   /** The user's second factors, on this scope's handle. */
   async state(userId: string): Promise<MfaSummary> {
-    return summarise(await store.mfaState(this.s.db, userId));
+    return mfaSummary(await store.mfaState(this.s.db, userId));
   }
 
   /**
@@ -68,10 +64,11 @@ export class MfaService {
     alsoInTransaction?: (tx: Services) => Promise<void>,
   ): Promise<SignInOutcome> {
     const state = await store.mfaState(this.s.db, user.id);
+    const summary = mfaSummary(state);
     const actor = { kind: 'user' as const, id: user.id };
     return this.s.transaction(async (tx) => {
       await alsoInTransaction?.(tx);
-      if (state.totp || state.passkeys > 0) {
+      if (summary.enabled) {
         const token = `chl_${randomBytes(32).toString('base64url')}`;
         const id = `chl_${ulid()}`;
         const now = tx.now();
@@ -89,7 +86,7 @@ export class MfaService {
         data: { method: input.firstFactor, transport: input.transport, ...input.data },
         meta,
       });
-      return { kind: 'session', user: accountView(user, summarise(state)), session, transport: input.transport };
+      return { kind: 'session', user: accountView(user, summary), session, transport: input.transport };
     });
   }
 
@@ -155,7 +152,7 @@ export class MfaService {
         meta,
       });
       const user = await tx.accounts.findUser(userId);
-      return { kind: 'ok' as const, issued: { user: accountView(user!, summarise(state)), session, transport } };
+      return { kind: 'ok' as const, issued: { user: accountView(user!, mfaSummary(state)), session, transport } };
     });
     if (outcome.kind === 'invalid_challenge') throw mfaErrors.invalidChallenge();
     if (outcome.kind === 'wrong') {

@@ -5,7 +5,7 @@ import { newId } from '../ids';
 import { prepared, runPrepared } from '../platform/prepared';
 import { hashToken, looksLikeToken, newSessionToken } from './tokens';
 import { deleteInBatches } from '../platform/batches';
-import type { MfaSummary } from '../accounts/me';
+import { mfaSummary, type MfaSummary } from '../accounts/me';
 
 export interface SessionUser {
   id: string;
@@ -77,12 +77,7 @@ export async function findLiveSession(db: Db, token: string, policy: SessionPoli
       operator: row.is_operator,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
-      mfa: {
-        enabled: row.mfa_totp || row.mfa_passkeys > 0,
-        totp: row.mfa_totp,
-        passkeys: row.mfa_passkeys,
-        recoveryCodesRemaining: row.mfa_recovery_codes,
-      },
+      mfa: mfaSummary({ totp: row.mfa_totp, passkeys: row.mfa_passkeys, recoveryCodesRemaining: row.mfa_recovery_codes }),
     },
   };
 }
