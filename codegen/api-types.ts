@@ -4756,9 +4756,11 @@ export interface components {
             queues: components["schemas"]["SystemWorkerQueue"][];
         };
         /**
-         * @description The instance's non-secret configuration as flat `snake_case` keys. Secrets (passwords,
-         *     client secrets, private keys, tokens) are left out, and connection strings appear without
-         *     credentials; a setting that is not set is null. Keys may be added in any release.
+         * @description The instance's configuration as flat `snake_case` keys, read from its environment at
+         *     start (runtime settings are under `/ops/settings`). Secrets (session secret, encryption
+         *     keys, client secrets, private keys) appear only as `set` or `unset`, never their value,
+         *     and connection strings appear without credentials; a setting that is not set is null.
+         *     Keys may be added in any release.
          * @example {
          *       "node_env": "production",
          *       "public_base_url": "https://api.example.com",
@@ -4770,7 +4772,9 @@ export interface components {
          *       "webauthn_rp_id": "app.example.com",
          *       "mail_transport": "smtp",
          *       "log_level": "info",
-         *       "workers_enabled": true
+         *       "workers_enabled": true,
+         *       "session_secret": "set",
+         *       "mfa_encryption_key": "set"
          *     }
          */
         SystemConfig: {
@@ -4874,6 +4878,8 @@ export interface components {
          *       "description": "Minimum length of new passwords (8 to 128).",
          *       "allowed": null,
          *       "modified": true,
+         *       "source": "override",
+         *       "environment_variable": "AUTH_PASSWORD_MIN_LENGTH",
          *       "version": 2,
          *       "updated_at": "2026-11-20T09:30:00Z",
          *       "updated_by": "usr_01jd8x4k3m5n6p7q8r9s0t1v2w"
@@ -4882,6 +4888,7 @@ export interface components {
         Setting: {
             key: components["schemas"]["SettingKey"];
             value: components["schemas"]["SettingValue"];
+            /** @description The value the setting follows without an override — the environment variable named in `environment_variable` when it is set, else the code default. */
             default: components["schemas"]["SettingValue"];
             /**
              * @description The kind of value: `boolean`, `integer`, `string`, `duration` (Go-style text such as `336h0m0s`; written as `336h`, `1h30m` or `90s` and shown in canonical form) or `enum` (a string from `allowed`).
@@ -4904,6 +4911,17 @@ export interface components {
              * @example true
              */
             modified: boolean;
+            /**
+             * @description Where the value in force comes from: `override` (stored with `PUT`, the same on every instance), `environment` (the environment variable named in `environment_variable`, read at start), or `code` (the built-in default).
+             * @example override
+             * @enum {string}
+             */
+            source: "override" | "environment" | "code";
+            /**
+             * @description The environment variable that gives this setting's default at start (e.g. `AUTH_PASSWORD_MIN_LENGTH`), or null when only the code gives it. An override wins over it.
+             * @example AUTH_PASSWORD_MIN_LENGTH
+             */
+            environment_variable: string | null;
             /**
              * @description Starts at 1 and grows by one with every change or reset; send it back with `PUT` and `DELETE`.
              * @example 2
@@ -4933,6 +4951,8 @@ export interface components {
          *           "description": "Minimum length of new passwords (8 to 128).",
          *           "allowed": null,
          *           "modified": true,
+         *           "source": "override",
+         *           "environment_variable": "AUTH_PASSWORD_MIN_LENGTH",
          *           "version": 2,
          *           "updated_at": "2026-11-20T09:30:00Z",
          *           "updated_by": "usr_01jd8x4k3m5n6p7q8r9s0t1v2w"
@@ -4945,6 +4965,8 @@ export interface components {
          *           "description": "Whether new accounts may register.",
          *           "allowed": null,
          *           "modified": false,
+         *           "source": "code",
+         *           "environment_variable": "AUTH_REGISTRATION_ENABLED",
          *           "version": 1,
          *           "updated_at": null,
          *           "updated_by": null
@@ -4957,6 +4979,8 @@ export interface components {
          *           "description": "Sessions unused for this long end (1h0m0s to 2160h0m0s).",
          *           "allowed": null,
          *           "modified": false,
+         *           "source": "code",
+         *           "environment_variable": "SESSION_IDLE_TIMEOUT_SECONDS",
          *           "version": 1,
          *           "updated_at": null,
          *           "updated_by": null
@@ -4969,6 +4993,8 @@ export interface components {
          *           "description": "When on, /v1 writes answer 503 unavailable; /ops keeps working.",
          *           "allowed": null,
          *           "modified": false,
+         *           "source": "code",
+         *           "environment_variable": "MAINTENANCE_MODE",
          *           "version": 1,
          *           "updated_at": null,
          *           "updated_by": null
@@ -4981,6 +5007,8 @@ export interface components {
          *           "description": "How long audit events are kept.",
          *           "allowed": null,
          *           "modified": false,
+         *           "source": "code",
+         *           "environment_variable": null,
          *           "version": 1,
          *           "updated_at": null,
          *           "updated_by": null
@@ -4993,6 +5021,8 @@ export interface components {
          *           "description": "How long finished job runs are kept.",
          *           "allowed": null,
          *           "modified": false,
+         *           "source": "code",
+         *           "environment_variable": null,
          *           "version": 1,
          *           "updated_at": null,
          *           "updated_by": null
@@ -9870,7 +9900,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -9906,7 +9935,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -9942,7 +9970,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -9970,7 +9997,6 @@ export interface operations {
             403: components["responses"]["OperatorOnly"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -9998,7 +10024,6 @@ export interface operations {
             403: components["responses"]["OperatorOnly"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10026,7 +10051,6 @@ export interface operations {
             403: components["responses"]["OperatorOnly"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10062,7 +10086,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10126,7 +10149,6 @@ export interface operations {
             };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10180,7 +10202,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10221,7 +10242,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10249,7 +10269,6 @@ export interface operations {
             403: components["responses"]["OperatorOnly"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10283,7 +10302,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10311,7 +10329,6 @@ export interface operations {
             403: components["responses"]["OperatorOnly"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -10345,7 +10362,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -3,6 +3,10 @@ import type { HandlerMap } from './types';
 import { opsJobsHandlers } from './ops-jobs';
 import { opsQueuesHandlers } from './ops-queues';
 import { opsMailHandlers } from './ops-mail';
+import { opsAuditHandlers } from './ops-audit';
+import { opsSettingsHandlers } from './ops-settings';
+import { opsReleasesHandlers } from './ops-releases';
+import { opsSystemHandlers } from './ops-system';
 import { authHandlers } from './auth';
 import { sessionsHandlers } from './sessions';
 import { mfaHandlers } from './mfa';
@@ -34,6 +38,10 @@ export const handlers: HandlerMap = {
   ...opsJobsHandlers,
   ...opsQueuesHandlers,
   ...opsMailHandlers,
+  ...opsAuditHandlers,
+  ...opsSettingsHandlers,
+  ...opsReleasesHandlers,
+  ...opsSystemHandlers,
   ...authHandlers,
   ...sessionsHandlers,
   ...mfaHandlers,

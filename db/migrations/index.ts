@@ -9,6 +9,10 @@ import * as jobRunsIndexes from './20261122030000_job_runs_indexes';
 import * as personalDataAndPruning from './20261123020000_personal_data_and_pruning';
 import * as tenants from './20261123100000_tenants';
 import * as secondFactors from './20261124000000_second_factors';
+import * as runtimeSettings from './20261125000000_runtime_settings';
+import * as jobRunCounters from './20261125010000_job_run_counters';
+import * as auditReads from './20261125020000_audit_reads';
+import * as releasesAndInstances from './20261125030000_releases_and_instances';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
@@ -18,6 +22,10 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123020000_personal_data_and_pruning': personalDataAndPruning,
   '20261123100000_tenants': tenants,
   '20261124000000_second_factors': secondFactors,
+  '20261125000000_runtime_settings': runtimeSettings,
+  '20261125010000_job_run_counters': jobRunCounters,
+  '20261125020000_audit_reads': auditReads,
+  '20261125030000_releases_and_instances': releasesAndInstances,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,3 @@
+import type { HandlerMap } from '../types';
+
+export const opsSettingsHandlers: HandlerMap = {};
