@@ -35,7 +35,7 @@ export interface paths {
         put?: never;
         /**
          * Echo a message
-         * @description Validates the body against the contract and answers it back. Useful to check a client's serialisation and the shape of 422 answers.
+         * @description Validates the body against the contract and answers it back. Useful to check a client's serialisation and the shape of 422 answers. Like every `/v1` write it answers 503 `unavailable` while the runtime setting `maintenance_mode` is on.
          */
         post: operations["echo"];
         delete?: never;
@@ -6930,6 +6930,7 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getVersion: {

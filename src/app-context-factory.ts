@@ -12,6 +12,8 @@ import type { JobTiming } from './jobs/timing';
 import { jobKinds } from './jobs/catalog';
 import { Mailer } from './mail/mailer';
 import { Services } from './services';
+import { InstanceRegistry } from './releases/registry';
+import { RuntimeSettings } from './settings/runtime';
 
 /** Builds the context every request and job runs with. Tests pass extra job kinds and a clock. */
 export function buildAppContext(parts: {
@@ -34,7 +36,8 @@ export function buildAppContext(parts: {
     mailer: new Mailer(parts.config.mail, parts.logger),
     now,
     state: { databaseReady: false },
-  } as Omit<AppContext, 'jobs' | 'services' | 'dependencies'> as AppContext;
+    instance: new InstanceRegistry({ build: parts.config.build, db: () => app.db, logger: parts.logger, now }),
+  } as Omit<AppContext, 'jobs' | 'services' | 'dependencies' | 'settings'> as AppContext;
   // Probes read app.db and app.redis when they run: a test may swap them.
   app.dependencies = new DependencyMonitor({
     logger: parts.logger,
@@ -54,6 +57,13 @@ export function buildAppContext(parts: {
     now,
     concurrency: parts.config.jobConcurrency,
     timing: parts.jobTiming,
+  });
+  app.settings = new RuntimeSettings({
+    defaults: parts.config.settingDefaults.values,
+    db: () => app.db,
+    redis: parts.redis,
+    channel: `${parts.config.redisPrefix}settings`,
+    logger: parts.logger,
   });
   app.services = new Services(app);
   return app;

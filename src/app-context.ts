@@ -7,6 +7,8 @@ import type { Contract } from './http/contract';
 import type { JobSystem } from './jobs/system';
 import type { Mailer } from './mail/mailer';
 import type { Services } from './services';
+import type { InstanceRegistry } from './releases/registry';
+import type { RuntimeSettings } from './settings/runtime';
 
 /** Everything a request or job needs, built once by the composition root (src/main.ts or a test). */
 export interface AppContext {
@@ -21,6 +23,10 @@ export interface AppContext {
   dependencies: DependencyMonitor;
   /** The domain services over the pool; `services.transaction(tx => …)` binds them to one transaction. */
   services: Services;
+  /** The runtime settings in force (environment defaults, operators' overrides), kept current across instances. */
+  settings: RuntimeSettings;
+  /** This process as an instance of its release: known from start, recorded and heartbeating once main starts it. */
+  instance: InstanceRegistry;
   /** Injectable clock: tests move time instead of waiting. */
   now: () => Date;
   state: {

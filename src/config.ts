@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hkdfSync } from 'node:crypto';
+import { defaultsFromEnvironment, type SettingKey, type SettingValue } from './settings/catalog';
 
 /** Project root (where openapi.yaml and package.json live), found from src/ and from dist/src/. */
 export const projectRoot = (() => {
@@ -58,25 +59,15 @@ export interface Config {
   logLevel: string;
   /** Keys HMACs of one-time codes; required (32+ characters) in production. */
   sessionSecret: string;
-  auth: {
-    bcryptCost: number;
-    registrationEnabled: boolean;
-    passwordMinLength: number;
-  };
-  /** Requests per window (DESIGN 6); Redis-backed, shared by all instances. */
-  rateLimits: {
-    loginPerMinute: number;
-    registerPerMinute: number;
-    emailPer15Minutes: number;
-    ipPerMinute: number;
-    /** Wrong fresh proofs (password, code, passkey) per user per 15 minutes before 429. */
-    stepUpPer15Minutes: number;
-    /** Wrong one-time codes (verification, reset) per account per day before 429 (DESIGN 6). */
-    codeFailuresPerDay: number;
-    /** Recovery-code regenerations per user per hour (every attempt counts; DESIGN 6). */
-    recoveryCodesPerHour: number;
-  };
-  session: { idleTimeoutSeconds: number; absoluteLifetimeSeconds: number };
+  auth: { bcryptCost: number };
+  /**
+   * The defaults of the runtime settings (src/settings/catalog.ts: registration, password minimum,
+   * session idle timeout, rate limits, maintenance mode, retention periods): each one's environment
+   * variable when set, else the code default. Read them through `app.settings`, where an
+   * operator's override wins.
+   */
+  settingDefaults: { values: Record<SettingKey, SettingValue>; fromEnvironment: Set<SettingKey> };
+  session: { absoluteLifetimeSeconds: number };
   /**
    * Second factors: `encryptionKey` (32 bytes, MFA_ENCRYPTION_KEY) encrypts authenticator-app
    * secrets at rest; `totpIssuer` is the name authenticator apps show.
@@ -154,6 +145,12 @@ function httpTimeouts(env: Env): Config['http'] {
   return { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: positive(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000) };
 }
 
+function settingDefaults(env: Env): Config['settingDefaults'] {
+  const { defaults, fromEnvironment, errors } = defaultsFromEnvironment(env);
+  if (errors.length) throw new ConfigError(errors.join('; '));
+  return { values: defaults, fromEnvironment };
+}
+
 /**
  * MFA_ENCRYPTION_KEY: 32 bytes as base64 or hex. Unset outside production, a key is derived from
  * SESSION_SECRET so development needs no setup (production refuses to start without one).
@@ -217,22 +214,9 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'silent' : 'info'),
     sessionSecret: env.SESSION_SECRET || 'development-only-secret-do-not-use-in-production',
-    auth: {
-      bcryptCost: int(env, 'BCRYPT_COST', 12),
-      registrationEnabled: env.AUTH_REGISTRATION_ENABLED !== 'false',
-      passwordMinLength: int(env, 'AUTH_PASSWORD_MIN_LENGTH', 8),
-    },
-    rateLimits: {
-      loginPerMinute: int(env, 'RATE_LIMIT_LOGIN_PER_MINUTE', 10),
-      registerPerMinute: int(env, 'RATE_LIMIT_REGISTER_PER_MINUTE', 5),
-      emailPer15Minutes: int(env, 'RATE_LIMIT_EMAIL_PER_15_MINUTES', 3),
-      ipPerMinute: int(env, 'RATE_LIMIT_IP_PER_MINUTE', 600),
-      stepUpPer15Minutes: positive(env, 'RATE_LIMIT_STEP_UP_PER_15_MINUTES', 5),
-      codeFailuresPerDay: positive(env, 'RATE_LIMIT_CODE_FAILURES_PER_DAY', 10),
-      recoveryCodesPerHour: positive(env, 'RATE_LIMIT_RECOVERY_CODES_PER_HOUR', 3),
-    },
+    auth: { bcryptCost: int(env, 'BCRYPT_COST', 12) },
+    settingDefaults: settingDefaults(env),
     session: {
-      idleTimeoutSeconds: int(env, 'SESSION_IDLE_TIMEOUT_SECONDS', 14 * 24 * 3600),
       absoluteLifetimeSeconds: int(env, 'SESSION_ABSOLUTE_LIFETIME_SECONDS', 90 * 24 * 3600),
     },
     mfa: { encryptionKey: mfaEncryptionKey(env), totpIssuer: env.MFA_TOTP_ISSUER || 'Tenant API' },

@@ -74,7 +74,9 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   const server = createHttpServer(mode === 'api' ? createApp(app) : (_req, res) => res.writeHead(404).end(), config, logger);
   let stopping = false;
   migrateWhenReachable(app, owner, () => stopping, async () => {
+    await app.instance.start(); // records this release and instance, then heartbeats every 15 s
     void app.services.passwords.dummyHash(); // made now, so the first unknown-email sign-in is not slower than others
+    await app.settings.start(); // operators' overrides of the runtime settings, kept current from now on
     await app.jobs.init(); // also writes the recorded queue pauses into Redis
     if (mode === 'worker' || config.runWorkers) await app.jobs.startWorkers();
   }).catch((err: unknown) => {
@@ -110,8 +112,10 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
       });
     }
     app.dependencies.stop();
+    app.settings.stop();
     await app.jobs.stop();
     app.mailer.close();
+    await app.instance.stop(); // stopped_at: a clean shutdown, not a crash
     await Promise.allSettled([db.destroy(), redis.quit().catch(() => redis.disconnect())]);
     if (embedded) await embedded.stop().catch(() => undefined);
     logger.info('stopped');

@@ -25,6 +25,7 @@ import { PasswordResetService } from './accounts/password-reset';
 import { JobRunsService } from './jobs/runs';
 import { QueuesService } from './jobs/queues';
 import { JobDefinitionsService } from './jobs/definitions';
+import { ReleaseService } from './releases/service';
 import { OrgService } from './orgs/service';
 import { InvitationService } from './orgs/invitations';
 import { ProjectService } from './projects/service';
@@ -32,6 +33,8 @@ import { TotpService } from './mfa/totp';
 import { RecoveryCodes } from './mfa/recovery-codes';
 import { MfaService } from './mfa/service';
 import { PasskeyService } from './passkeys/service';
+import { SettingsService } from './settings/service';
+import { RetentionService } from './retention/service';
 import { setTenantContext, type TenantContext } from './platform/tenant-context';
 
 /** A database handle: the pool, or one open transaction. */
@@ -66,6 +69,11 @@ export class Services {
 
   get logger() {
     return this.platform.logger;
+  }
+
+  /** The runtime settings in force (read at each use: an operator may change them at any time). */
+  get settings() {
+    return this.platform.settings;
   }
 
   now(): Date {
@@ -122,7 +130,7 @@ export class Services {
   }
 
   get limits(): Limits {
-    return this.once('limits', () => new Limits(this.platform.redis, this.config, this.inTransaction));
+    return this.once('limits', () => new Limits(this.platform.redis, this.config.redisPrefix, this.platform.settings, this.inTransaction));
   }
 
   get passwords(): PasswordHasher {
@@ -181,6 +189,10 @@ export class Services {
     return this.once('jobDefinitions', () => new JobDefinitionsService(this));
   }
 
+  get releases(): ReleaseService {
+    return this.once('releases', () => new ReleaseService(this));
+  }
+
   get orgs(): OrgService {
     return this.once('orgs', () => new OrgService(this));
   }
@@ -191,5 +203,13 @@ export class Services {
 
   get projects(): ProjectService {
     return this.once('projects', () => new ProjectService(this));
+  }
+
+  get runtimeSettings(): SettingsService {
+    return this.once('runtimeSettings', () => new SettingsService(this));
+  }
+
+  get retention(): RetentionService {
+    return this.once('retention', () => new RetentionService(this));
   }
 }

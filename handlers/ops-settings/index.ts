@@ -1,3 +1,16 @@
 import type { HandlerMap } from '../types';
+import { listSettings } from './listSettings';
+import { getSetting } from './getSetting';
+import { updateSetting } from './updateSetting';
+import { resetSetting } from './resetSetting';
+import { listSettingHistory } from './listSettingHistory';
+import { listRetentionPolicies } from './listRetentionPolicies';
 
-export const opsSettingsHandlers: HandlerMap = {};
+export const opsSettingsHandlers: HandlerMap = {
+  listSettings,
+  getSetting,
+  updateSetting,
+  resetSetting,
+  listSettingHistory,
+  listRetentionPolicies,
+};

@@ -12,8 +12,6 @@ export type { CodePurpose } from './codes-store';
 
 export const CODE_TTL_MS = 15 * 60 * 1000;
 export const CODE_MAX_FAILURES = 5;
-/** Codes are kept a day past their expiry (an attempt on an old code stays explainable), then pruned. */
-const KEEP_EXPIRED_MS = 24 * 3600 * 1000;
 
 export class OneTimeCodes {
   constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'limits' | 'audit'>) {}
@@ -80,8 +78,8 @@ export class OneTimeCodes {
     return id !== null && (await this.use(id));
   }
 
-  /** Retention: deletes codes expired (used ones included) more than a day ago. */
-  pruneDead(now: Date): Promise<number> {
-    return store.deleteExpiredCodes(this.s.db, new Date(now.getTime() - KEEP_EXPIRED_MS), 1_000);
+  /** Retention: deletes codes (used ones included) that expired before `before`. */
+  pruneDead(before: Date): Promise<number> {
+    return store.deleteExpiredCodes(this.s.db, before, 1_000);
   }
 }

@@ -36,7 +36,7 @@ const userActor = (id: string | null): Actor => ({ kind: 'user', id });
 
 export class AccountService {
   constructor(
-    private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit' | 'limits' | 'passwords' | 'transaction' | 'sessions' | 'mail' | 'emailVerification' | 'orgs' | 'mfa' | 'totp' | 'passkeys'>,
+    private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'settings' | 'audit' | 'limits' | 'passwords' | 'transaction' | 'sessions' | 'mail' | 'emailVerification' | 'orgs' | 'mfa' | 'totp' | 'passkeys'>,
   ) {}
 
   /**
@@ -44,7 +44,7 @@ export class AccountService {
    * stricter, and the 10,000 most common passwords are refused. Errors name `body.<field>`.
    */
   checkNewPassword(password: string, field = 'password'): void {
-    const min = this.s.config.auth.passwordMinLength;
+    const min = this.s.settings.get('auth.password_min_length');
     if ([...password].length < min) {
       throw commonErrors.validation(undefined, { errors: [{ message: `must NOT have fewer than ${min} characters`, location: `body.${field}` }] });
     }
@@ -60,7 +60,7 @@ export class AccountService {
    */
   async register(input: { email: string; password: string; name?: string | null; transport?: Transport }, meta: RequestMeta): Promise<IssuedSession> {
     await this.s.limits.hit({ limit: 'register.ip', subject: meta.ip ?? 'unknown' });
-    if (!this.s.config.auth.registrationEnabled) throw accountErrors.registrationClosed();
+    if (!this.s.settings.get('auth.registration_enabled')) throw accountErrors.registrationClosed();
     this.checkNewPassword(input.password);
     const transport = input.transport ?? 'cookie';
     const email = store.normaliseEmail(input.email);

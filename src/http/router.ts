@@ -44,6 +44,9 @@ const AUTHENTICATORS: Record<SchemeName, (app: AppContext, req: Request) => Prom
   sessionCookie: authenticateCookie,
 };
 
+const MAINTENANCE_DETAIL = 'The service is in maintenance: changes are paused for now; reading still works. Try again later.';
+const MAINTENANCE_RETRY_AFTER_SECONDS = 60;
+
 interface Route {
   info: OperationInfo;
   operation: Operation;
@@ -51,6 +54,8 @@ interface Route {
   /** Every scheme named by the requirements, bearer first (it wins when a request carries both). */
   schemes: SchemeName[];
   dependencyFree: boolean;
+  /** A /v1 write: refused while the runtime setting `maintenance_mode` is on (/ops stays usable to turn it off). */
+  maintenanceGated: boolean;
   operatorOnly: boolean;
   hasBody: boolean;
   /** Parameters or a body to validate (an operation without either is not validated at all). */
@@ -99,6 +104,7 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       handler: (handlers[info.operationId as keyof HandlerMap] as Route['handler'] | undefined) ?? null,
       schemes: (['bearerAuth', 'sessionCookie'] as const).filter((s) => named.has(s)),
       dependencyFree: info.tags.some((t) => DEPENDENCY_FREE_TAGS.has(t)),
+      maintenanceGated: info.path.startsWith('/v1/') && !['get', 'head'].includes(operation.method.toLowerCase()),
       operatorOnly: info.roles.includes('operator'),
       hasBody: Boolean(operation.requestBody),
       hasInputs: Boolean(operation.requestBody) || (operation.parameters ?? []).length > 0,
@@ -124,6 +130,7 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       res.locals.operationId = route.info.operationId;
       res.locals.route = route.info.path;
       if (!app.state.databaseReady && !route.dependencyFree) throw problems.unavailable('The database is not ready yet. Try again shortly.');
+      if (route.maintenanceGated && app.settings.get('maintenance_mode')) throw problems.unavailable(MAINTENANCE_DETAIL, MAINTENANCE_RETRY_AFTER_SECONDS);
       const caller = route.schemes.length ? await authenticate(app, route, req) : null;
       res.locals.caller = caller;
       // After the caller is known: a body is read only for an operation that takes one, and only

@@ -187,8 +187,8 @@ export class MfaService {
     });
   }
 
-  /** Retention: challenges expired more than a day ago. */
-  pruneExpired(now: Date): Promise<number> {
-    return store.deleteExpiredChallenges(this.s.db, new Date(now.getTime() - 24 * 3600 * 1000), 1_000);
+  /** Retention: sign-in challenges that expired before `before`. */
+  pruneExpired(before: Date): Promise<number> {
+    return store.deleteExpiredChallenges(this.s.db, before, 1_000);
   }
 }

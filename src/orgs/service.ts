@@ -12,12 +12,11 @@ import { orgErrors } from './errors';
 import { authorize, authorizeRemoval, authorizeRoleChange, removesLastOwner, type OrgAction, type Role } from './policy';
 import { deriveSlug, withSuffix } from './slugs';
 import * as store from './store';
+import { durationMs } from '../settings/catalog';
 
 export type { OrgRow, MemberRow } from './store';
 export type { Role } from './policy';
 
-/** Soft-deleted organisations can be restored (and seen by their owners) for this long. */
-export const RESTORE_WINDOW_MS = 30 * 24 * 3600 * 1000;
 
 /** An organisation as its member sees it. */
 export type OrgView = store.OrgRow & { role: Role };
@@ -39,7 +38,12 @@ export interface InOrgOptions {
 const userActor = (id: string): Actor => ({ kind: 'user', id });
 
 export class OrgService {
-  constructor(private readonly s: Pick<Services, 'actingAs' | 'transaction' | 'now' | 'db'>) {}
+  constructor(private readonly s: Pick<Services, 'actingAs' | 'transaction' | 'now' | 'db' | 'settings'>) {}
+
+  /** Soft-deleted organisations can be restored (and seen by their owners) for this long, then are purged. */
+  private get restoreWindowMs(): number {
+    return durationMs(this.s.settings.get('retention.deleted_organisations'));
+  }
 
   /**
    * Runs `fn` as `userId`, a member of `orgId` allowed to take `action`, in one transaction that
@@ -63,7 +67,7 @@ export class OrgService {
   admit(membership: { role: Role; deletedAt: Date | null } | null, action: OrgAction, includeDeleted = false): void {
     if (!membership) throw commonErrors.notFound();
     const { role, deletedAt } = membership;
-    const reachable = !deletedAt || (includeDeleted && role === 'owner' && deletedAt.getTime() > this.s.now().getTime() - RESTORE_WINDOW_MS);
+    const reachable = !deletedAt || (includeDeleted && role === 'owner' && deletedAt.getTime() > this.s.now().getTime() - this.restoreWindowMs);
     if (!reachable) throw commonErrors.notFound();
     authorize(role, action);
   }
@@ -73,7 +77,7 @@ export class OrgService {
       store.listForUser(tx.db, caller.userId, {
         limit: page.limit,
         beforeId: page.beforeId,
-        deletedSince: page.includeDeleted ? new Date(tx.now().getTime() - RESTORE_WINDOW_MS) : null,
+        deletedSince: page.includeDeleted ? new Date(tx.now().getTime() - this.restoreWindowMs) : null,
       }),
     );
   }
@@ -148,7 +152,7 @@ export class OrgService {
     );
   }
 
-  /** POST /v1/orgs/{orgId}/restore: owners, within 30 days (`org.restored`); 409 `not_deleted`. */
+  /** POST /v1/orgs/{orgId}/restore: owners, within the restore window (setting `retention.deleted_organisations`, 30 days by default) (`org.restored`); 409 `not_deleted`. */
   restore(caller: Caller, orgId: string, meta: RequestMeta): Promise<OrgView> {
     return this.inOrg(
       caller.userId,

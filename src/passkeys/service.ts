@@ -278,9 +278,9 @@ export class PasskeyService {
     return { ok: true, passkey };
   }
 
-  /** Retention: ceremonies expired more than a day ago. */
-  pruneExpiredCeremonies(now: Date): Promise<number> {
-    return store.deleteExpiredCeremonies(this.s.db, new Date(now.getTime() - 24 * 3600 * 1000), 1_000);
+  /** Retention: ceremonies that expired before `before`. */
+  pruneExpiredCeremonies(before: Date): Promise<number> {
+    return store.deleteExpiredCeremonies(this.s.db, before, 1_000);
   }
 
   /** PATCH /v1/auth/passkeys/{id}: 404 for another user's passkey; `passkey.renamed`. */

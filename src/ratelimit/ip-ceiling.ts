@@ -1,4 +1,4 @@
-// The per-IP ceiling (DESIGN 6): every request counts against `rateLimits.ipPerMinute` for its
+// The per-IP ceiling (DESIGN 6): every request counts against the setting `rate_limit.ip_per_minute` for its
 // client IP; over it answers 429 `rate_limited` + Retry-After. /healthz and /readyz are not
 // counted (probes must never be throttled).
 //
@@ -143,7 +143,7 @@ export class SharedCounter {
 export function ipCeiling(app: AppContext) {
   const counter = new SharedCounter(app.redis, `${app.config.redisPrefix}rl:ip:`, app.dependencies, () => app.now().getTime());
   return (req: Request, res: Response, next: NextFunction): void => {
-    const max = app.config.rateLimits.ipPerMinute;
+    const max = app.settings.get('rate_limit.ip_per_minute');
     if (max === 0 || UNCOUNTED_PATHS.has(req.path)) return next(); // 0 turns the ceiling off
     const { count, resetInMs } = counter.hit(ipBucket(res.locals.ip || 'unknown'));
     if (count <= max) return next();

@@ -8,7 +8,7 @@
 //
 // Rate limits keep to their own Redis keys (`<prefix>rl:<limit>:<subject>`): no other module reads
 // them. Not callable inside a database transaction (see src/services.ts).
-import type { Config } from '../config';
+import type { SettingKey, SettingOf } from '../settings/catalog';
 import type { RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
 import { ipBucket } from './ip-ceiling';
@@ -20,27 +20,31 @@ export interface Budget {
 
 const MINUTE = 60;
 
-/** The limits, by name: each with its budget (from config) and what it counts per. */
+/** Reads a runtime setting in force (an operator may change it while the service runs). */
+export type SettingReader = { get<K extends SettingKey>(key: K): SettingOf<K> };
+type Reader = SettingReader;
+
+/** The limits, by name: each with its budget (from the runtime settings) and what it counts per. */
 const LIMITS = {
   /** Sign-in attempts per client IP (IPv6 by /64). */
-  'login.ip': (c: Config) => ({ max: c.rateLimits.loginPerMinute, windowSeconds: MINUTE }),
+  'login.ip': (s: Reader) => ({ max: s.get('rate_limit.login_per_minute'), windowSeconds: MINUTE }),
   /** Sign-in attempts per address; wrong current passwords count here too. */
-  'login.email': (c: Config) => ({ max: c.rateLimits.loginPerMinute, windowSeconds: MINUTE }),
-  'register.ip': (c: Config) => ({ max: c.rateLimits.registerPerMinute, windowSeconds: MINUTE }),
+  'login.email': (s: Reader) => ({ max: s.get('rate_limit.login_per_minute'), windowSeconds: MINUTE }),
+  'register.ip': (s: Reader) => ({ max: s.get('rate_limit.register_per_minute'), windowSeconds: MINUTE }),
   /** Forgot-password requests per address, known or not. */
-  'password_forgot.email': (c: Config) => ({ max: c.rateLimits.emailPer15Minutes, windowSeconds: 15 * MINUTE }),
-  'verification_resend.email': (c: Config) => ({ max: c.rateLimits.emailPer15Minutes, windowSeconds: 15 * MINUTE }),
+  'password_forgot.email': (s: Reader) => ({ max: s.get('rate_limit.email_per_15_minutes'), windowSeconds: 15 * MINUTE }),
+  'verification_resend.email': (s: Reader) => ({ max: s.get('rate_limit.email_per_15_minutes'), windowSeconds: 15 * MINUTE }),
   /** Wrong fresh proofs per user. */
-  'step_up.user': (c: Config) => ({ max: c.rateLimits.stepUpPer15Minutes, windowSeconds: 15 * MINUTE }),
+  'step_up.user': (s: Reader) => ({ max: s.get('rate_limit.step_up_per_15_minutes'), windowSeconds: 15 * MINUTE }),
   /** Wrong one-time codes per account (by address, so unknown addresses count alike), per day. */
-  'code_failures.account': (c: Config) => ({ max: c.rateLimits.codeFailuresPerDay, windowSeconds: 24 * 60 * MINUTE }),
+  'code_failures.account': (s: Reader) => ({ max: s.get('rate_limit.code_failures_per_day'), windowSeconds: 24 * 60 * MINUTE }),
   /** Recovery-code regenerations per user per hour; every attempt counts (DESIGN 6). */
-  'recovery_codes.user': (c: Config) => ({ max: c.rateLimits.recoveryCodesPerHour, windowSeconds: 60 * MINUTE }),
+  'recovery_codes.user': (s: Reader) => ({ max: s.get('rate_limit.recovery_codes_per_hour'), windowSeconds: 60 * MINUTE }),
   /** Invitations an organisation sends per hour (contract: createInvitation). */
   'invitations.org': () => ({ max: 50, windowSeconds: 60 * MINUTE }),
   /** Resends of one invitation per 15 minutes. */
   'invitation_resend.invitation': () => ({ max: 3, windowSeconds: 15 * MINUTE }),
-} satisfies Record<string, (c: Config) => Budget>;
+} satisfies Record<string, (s: Reader) => Budget>;
 
 export type LimitName = keyof typeof LIMITS;
 
@@ -58,14 +62,16 @@ export interface LimitState {
 }
 
 export class Limits {
+  /** `keyPrefix`: the deployment's Redis prefix; `settings`: where the budgets are read, at each attempt. */
   constructor(
     private readonly redis: RedisClient,
-    private readonly config: Config,
+    private readonly keyPrefix: string,
+    private readonly settings: Reader,
     private readonly inTransaction = false,
   ) {}
 
   budget(limit: LimitName): Budget {
-    return LIMITS[limit](this.config);
+    return LIMITS[limit](this.settings);
   }
 
   /** Counts one attempt against each limit (one round trip); 429 when any of them is spent. */
@@ -134,7 +140,7 @@ export class Limits {
 
   private key({ limit, subject }: Attempt): string {
     const bucket = limit.endsWith('.ip') ? ipBucket(subject) : subject;
-    return `${this.config.redisPrefix}rl:${limit}:${bucket}`;
+    return `${this.keyPrefix}rl:${limit}:${bucket}`;
   }
 
   private assertOutsideTransaction(): void {

@@ -4,19 +4,21 @@ import type { Services } from '../services';
 import type { RequestMeta } from '../audit/service';
 import { commonErrors } from '../errors';
 import * as store from './store';
+import { durationMs } from '../settings/catalog';
 import type { Caller, NewSession, SessionRow } from './store';
 
 export type { Caller, NewSession, SessionRow, SessionUser } from './store';
 export type Transport = 'cookie' | 'bearer';
 
-/** Expired or revoked sessions are kept this long (what the owner saw stays explainable), then pruned. */
-const KEEP_DEAD_SESSIONS_MS = 7 * 24 * 3600 * 1000;
-
 export class SessionService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit' | 'transaction'>) {}
+  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'settings' | 'audit' | 'transaction'>) {}
 
-  private get policy() {
-    return this.s.config.session;
+  /** The idle timeout is a runtime setting: a change applies at once to every session. */
+  get policy(): store.SessionPolicy {
+    return {
+      idleTimeoutSeconds: durationMs(this.s.settings.get('auth.session_idle_timeout')) / 1000,
+      absoluteLifetimeSeconds: this.s.config.session.absoluteLifetimeSeconds,
+    };
   }
 
   /** A new session for the user (the caller writes the sign-in's audit event in the same transaction). */
@@ -79,7 +81,8 @@ export class SessionService {
   }
 
   /** Retention: deletes sessions that expired or were revoked more than a week ago. */
-  pruneExpired(now: Date): Promise<number> {
-    return store.deleteDeadSessions(this.s.db, new Date(now.getTime() - KEEP_DEAD_SESSIONS_MS), 1_000);
+  /** Deletes sessions that expired or were revoked before `before` (kept till then so what the owner saw stays explainable). */
+  pruneEnded(before: Date): Promise<number> {
+    return store.deleteDeadSessions(this.s.db, before, 1_000);
   }
 }

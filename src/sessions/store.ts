@@ -97,7 +97,7 @@ const INSERT_SESSION = prepared(
 export async function createSession(
   db: Db | Knex.Transaction,
   input: { userId: string; transport: 'cookie' | 'bearer'; ip?: string | null; userAgent?: string | null },
-  policy: SessionPolicy,
+  policy: Pick<SessionPolicy, 'absoluteLifetimeSeconds'>,
   now = new Date(),
 ): Promise<NewSession> {
   const token = newSessionToken();

@@ -42,7 +42,7 @@ it('refuses garbage, unknown, revoked and expired tokens', async () => {
   await t.http.get('/v1/auth/me').set('Authorization', revoked.auth).expect(401);
 
   const idle = await signedInUser(t.ctx);
-  t.clock.advance(t.ctx.config.session.idleTimeoutSeconds * 1000 + 1000);
+  t.clock.advance(t.ctx.services.sessions.policy.idleTimeoutSeconds * 1000 + 1000);
   await t.http.get('/v1/auth/me').set('Authorization', idle.auth).expect(401);
 });
 

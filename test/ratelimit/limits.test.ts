@@ -5,12 +5,15 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/config';
 import { createRedis } from '../../src/platform/redis';
 import { Limits } from '../../src/ratelimit/limits';
+import { RuntimeSettings } from '../../src/settings/runtime';
 import { AppError } from '../../src/errors';
 import { waitFor } from '../support/wait';
 
 const config = loadConfig({ NODE_ENV: 'test', REDIS_PREFIX: `test:limits:${randomBytes(4).toString('hex')}:`, RATE_LIMIT_STEP_UP_PER_15_MINUTES: '2' });
 const redis = createRedis(config.redisUrl);
-const limits = new Limits(redis, config);
+// The environment's defaults only (no database: nothing overrides them here).
+const settings = { get: (key: any) => config.settingDefaults.values[key as keyof typeof config.settingDefaults.values] } as Pick<RuntimeSettings, 'get'>;
+const limits = new Limits(redis, config.redisPrefix, settings);
 beforeAll(() => waitFor('redis', async () => redis.status === 'ready'));
 afterAll(() => redis.disconnect());
 
@@ -38,6 +41,6 @@ it('refund gives one attempt back; reset forgets them all', async () => {
 });
 
 it('refuses to run inside a database transaction', async () => {
-  const inTransaction = new Limits(redis, config, true);
+  const inTransaction = new Limits(redis, config.redisPrefix, settings, true);
   await expect(inTransaction.hit({ limit: 'step_up.user', subject: 'usr_c' })).rejects.toThrow(/inside a database transaction/);
 });

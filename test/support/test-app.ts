@@ -82,6 +82,7 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
   };
   const ctx = buildAppContext({ config, logger, db, redis, now: () => clock.now, extraJobKinds: options.jobKinds, jobTiming: options.jobTiming });
   ctx.state.databaseReady = true;
+  await ctx.settings.start();
   await ctx.jobs.init();
   if (options.workers) await ctx.jobs.startWorkers();
   const server = createApp(ctx);
@@ -114,12 +115,14 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
     jobTiming: t.ctx.jobs.timing,
   });
   ctx.state.databaseReady = true;
+  await ctx.settings.start();
   await ctx.jobs.init();
   return { ctx, close: () => stopContext(ctx) };
 }
 
 async function stopContext(ctx: AppContext): Promise<void> {
   ctx.dependencies.stop();
+  ctx.settings.stop();
   await ctx.jobs.stop();
   ctx.mailer.close();
   ctx.redis.disconnect();

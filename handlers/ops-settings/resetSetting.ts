@@ -1,0 +1,9 @@
+import type { Handler } from '../types';
+import { actingOperator } from '../actor';
+import { toApiSetting } from './views';
+
+export const resetSetting: Handler<'resetSetting'> = async (ctx) => {
+  const { version, reason } = ctx.body;
+  const setting = await ctx.services.runtimeSettings.reset(ctx.params.key, { version, reason }, actingOperator(ctx));
+  return { status: 200, body: toApiSetting(setting) };
+};

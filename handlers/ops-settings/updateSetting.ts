@@ -1,0 +1,9 @@
+import type { Handler } from '../types';
+import { actingOperator } from '../actor';
+import { toApiSetting } from './views';
+
+export const updateSetting: Handler<'updateSetting'> = async (ctx) => {
+  const { value, version, reason } = ctx.body;
+  const setting = await ctx.services.runtimeSettings.update(ctx.params.key, { value, version, reason }, actingOperator(ctx));
+  return { status: 200, body: toApiSetting(setting) };
+};

@@ -1,0 +1,58 @@
+// The retention policies (DESIGN 4): what each deletes, the runtime setting that says how long it
+// is kept, and how it is enforced — each domain through its own service, in batches (short
+// statements, no long locks). Enforced in this order by `service.retention.enforce`.
+import type { Services } from '../services';
+import type { SettingKey } from '../settings/catalog';
+
+export interface RetentionPolicy {
+  name: string;
+  appliesTo: string;
+  setting: SettingKey;
+  /** Deletes what ended before `before`; how many records. */
+  enforce(s: Services, before: Date): Promise<number>;
+}
+
+export const RETENTION_POLICIES: RetentionPolicy[] = [
+  {
+    name: 'audit_events',
+    appliesTo: 'Audit events older than `keep`.',
+    setting: 'retention.audit_events',
+    enforce: (s, before) => s.audit.pruneBefore(before),
+  },
+  {
+    name: 'deleted_organisations',
+    appliesTo: 'Organisations soft-deleted longer than `keep` ago (no longer restorable), purged with their projects, members and invitations.',
+    setting: 'retention.deleted_organisations',
+    enforce: (s, before) => s.orgs.purgeDeleted(before),
+  },
+  {
+    name: 'expired_codes',
+    appliesTo: 'Email verification and password reset codes, sign-in challenges and passkey ceremonies used or expired longer than `keep` ago.',
+    setting: 'retention.expired_codes',
+    enforce: async (s, before) => (await s.codes.pruneDead(before)) + (await s.mfa.pruneExpired(before)) + (await s.passkeys.pruneExpiredCeremonies(before)),
+  },
+  {
+    name: 'expired_sessions',
+    appliesTo: 'Sessions expired or revoked longer than `keep` ago.',
+    setting: 'retention.expired_sessions',
+    enforce: (s, before) => s.sessions.pruneEnded(before),
+  },
+  {
+    name: 'instances',
+    appliesTo: 'Records of instances stopped or silent longer than `keep` ago (releases without instances go with them).',
+    setting: 'retention.instances',
+    enforce: (s, before) => s.releases.pruneInstances(before),
+  },
+  {
+    name: 'job_runs',
+    appliesTo: 'Job runs finalized (completed, cancelled or discarded) longer than `keep` ago.',
+    setting: 'retention.job_runs',
+    enforce: (s, before) => s.jobRuns.pruneFinalized(before),
+  },
+  {
+    name: 'sent_mail',
+    appliesTo: 'Records of sent email (including messages recorded by the `log` transport) older than `keep`.',
+    setting: 'retention.sent_mail',
+    enforce: (s, before) => s.mail.pruneSent(before),
+  },
+];
