@@ -56,9 +56,15 @@ it('deletes finalized runs older than 30 days and logs the count of every domain
   expect(left.sort()).toEqual([recent, waiting].sort());
   const logged = lines.map((line) => JSON.parse(line)).find((entry) => entry.message === 'retention enforced');
   expect(logged).toMatchObject({
-    job_runs_deleted: old.length,
-    mail_messages_deleted: expect.any(Number),
-    sessions_deleted: expect.any(Number),
-    one_time_codes_deleted: expect.any(Number),
+    deleted: {
+      job_runs: old.length,
+      sent_mail: expect.any(Number),
+      expired_sessions: expect.any(Number),
+      expired_codes: expect.any(Number),
+      audit_events: expect.any(Number),
+      deleted_organisations: expect.any(Number),
+      instances: expect.any(Number),
+    },
+    total: expect.any(Number),
   });
 });
