@@ -1,3 +1,10 @@
 import type { HandlerMap } from '../types';
+import { listReleases } from './listReleases';
+import { listCurrentReleases } from './listCurrentReleases';
+import { listInstances } from './listInstances';
 
-export const opsReleasesHandlers: HandlerMap = {};
+export const opsReleasesHandlers: HandlerMap = {
+  listReleases,
+  listCurrentReleases,
+  listInstances,
+};
