@@ -5,7 +5,7 @@ import type { Actor, RequestMeta } from '../audit/service';
 import { commonErrors } from '../errors';
 import { QUEUES, type QueueName } from './config';
 import { lockQueueState, pausedQueueNames, writeQueueState } from './queues-store';
-import { JOB_STATES, countByKindAndState, countLiveByQueue, failuresSince, oldestWaitingSince, type JobState } from './store';
+import { JOB_STATES, countRuns, failuresSince, oldestWaitingSince, type JobState, type RunCount } from './store';
 
 export interface QueueView {
   name: string;
@@ -28,11 +28,15 @@ export class QueuesService {
 
   /** Every queue, sorted by name, with its waiting and running counts. */
   async list(): Promise<QueueView[]> {
-    const [paused, live] = await Promise.all([pausedQueueNames(this.s.db), countLiveByQueue(this.s.db)]);
+    const [paused, runs] = await Promise.all([pausedQueueNames(this.s.db), countRuns(this.s.db)]);
+    return this.views(paused, runs);
+  }
+
+  private views(paused: Set<string>, runs: RunCount[]): QueueView[] {
     const counts = new Map<string, QueueView['counts']>(QUEUES.map((q) => [q, { available: 0, running: 0, scheduled: 0, retryable: 0 }]));
-    for (const { queue, state, count } of live) {
+    for (const { queue, state, count } of runs) {
       const c = counts.get(queue);
-      if (c) c[state as keyof QueueView['counts']] = count;
+      if (c && state in c) c[state as keyof QueueView['counts']] += count;
     }
     return QUEUES.map((name) => ({ name, paused: paused.has(name), counts: counts.get(name)!, concurrency: this.s.platform.jobs.concurrencyOf(name) }));
   }
@@ -79,16 +83,16 @@ export class QueuesService {
   /** Counts by state and by kind (every kind defined in code, zero counts included), queues, age of the oldest wait, recent failures. */
   async overview() {
     const now = this.s.now();
-    const [byKindAndState, queues, oldest, failures] = await Promise.all([
-      countByKindAndState(this.s.db),
-      this.list(),
+    const [paused, runs, oldest, failures] = await Promise.all([
+      pausedQueueNames(this.s.db),
+      countRuns(this.s.db),
       oldestWaitingSince(this.s.db),
       failuresSince(this.s.db, new Date(now.getTime() - DAY_MS)),
     ]);
     const zero = () => Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
     const byState = zero();
     const byKind = new Map(this.s.platform.jobs.kinds().map((kind) => [kind.name, zero()]));
-    for (const { kind, state, count } of byKindAndState) {
+    for (const { kind, state, count } of runs) {
       byState[state] += count;
       // Runs of a kind no longer defined in code count in `byState` only.
       const counts = byKind.get(kind);
@@ -97,7 +101,7 @@ export class QueuesService {
     return {
       byState,
       byKind: [...byKind].map(([kind, counts]) => ({ kind, counts })),
-      queues,
+      queues: this.views(paused, runs),
       oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.floor((now.getTime() - oldest.getTime()) / 1000)) : null,
       failuresLast24h: failures,
       generatedAt: now,

@@ -338,28 +338,46 @@ export async function lastRunOfKind(db: Db, kind: string): Promise<JobRun | null
   return (await listRuns(db, { kind }, 1))[0] ?? null;
 }
 
-export async function countByKindAndState(db: Db): Promise<{ kind: string; state: JobState; count: number }[]> {
-  const rows = await db('job_runs').select('kind', 'state').count('* as count').groupBy('kind', 'state');
-  return rows.map((r: any) => ({ kind: r.kind, state: r.state, count: Number(r.count) }));
+// The overview and the queue list read rolling counters, not job_runs: the triggers of the
+// job_run_counters migration keep them in every statement that writes job_runs. Each query reads
+// a bounded number of rows, however many runs there are.
+
+const COUNT_RUNS = prepared(
+  'job_runs.count',
+  'select kind, queue, state, sum(n)::bigint as count from job_run_counts group by kind, queue, state having sum(n) <> 0',
+);
+
+export interface RunCount {
+  kind: string;
+  queue: string;
+  state: JobState;
+  count: number;
 }
 
-/** Waiting and running runs per queue and state. */
-export async function countLiveByQueue(db: Db): Promise<{ queue: string; state: JobState; count: number }[]> {
-  const rows = await db('job_runs').select('queue', 'state').count('* as count').whereIn('state', LIVE_STATES).groupBy('queue', 'state');
-  return rows.map((r: any) => ({ queue: r.queue, state: r.state, count: Number(r.count) }));
+/** Runs per kind, queue and state (groups without runs left out). */
+export async function countRuns(db: Db): Promise<RunCount[]> {
+  return runPrepared(db, COUNT_RUNS, []);
 }
+
+// The first entry of the partial index on available runs' scheduled_at.
+const OLDEST_WAITING = prepared('job_runs.oldest_waiting', "select min(scheduled_at) as min from job_runs where state = 'available'");
 
 export async function oldestWaitingSince(db: Db): Promise<Date | null> {
-  const row = await db('job_runs').where('state', 'available').min<{ min: Date | null }>('scheduled_at as min').first();
+  const [row] = await runPrepared<{ min: Date | null }>(db, OLDEST_WAITING, []);
   return row?.min ?? null;
 }
 
+// Failed attempts count in the bucket of the minute of their `at` (the service's clock); the
+// bucket holding `since` counts whole, so the window starts up to a minute before `since`.
+const FAILURES_SINCE = prepared(
+  'job_runs.failures_since',
+  "select coalesce(sum(n), 0)::bigint as n from job_failure_counts where bucket >= date_bin(interval '1 minute', $1::timestamptz, timestamptz 'epoch')",
+);
+
+/** Failed attempts (entries of runs' `errors`) at `since` or later, to the minute. */
 export async function failuresSince(db: Db, since: Date): Promise<number> {
-  const row = await db('job_runs')
-    .where('attempted_at', '>=', since)
-    .select(db.raw("coalesce(sum((select count(*) from jsonb_array_elements(errors) e where (e->>'at')::timestamptz >= ?)), 0)::int as n", [since]))
-    .first();
-  return Number((row as { n?: number } | undefined)?.n ?? 0);
+  const [row] = await runPrepared<{ n: number }>(db, FAILURES_SINCE, [since]);
+  return row?.n ?? 0;
 }
 
 /** Deletes finalized runs older than `before`, `batch` rows at a time; returns how many. */
