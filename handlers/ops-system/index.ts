@@ -1,3 +1,8 @@
 import type { HandlerMap } from '../types';
+import { getSystem } from './getSystem';
+import { listSignInMethods } from './listSignInMethods';
 
-export const opsSystemHandlers: HandlerMap = {};
+export const opsSystemHandlers: HandlerMap = {
+  getSystem,
+  listSignInMethods,
+};
