@@ -1,3 +1,10 @@
 import type { HandlerMap } from '../types';
+import { listAuditEvents } from './listAuditEvents';
+import { getAuditStats } from './getAuditStats';
+import { getAuditEvent } from './getAuditEvent';
 
-export const opsAuditHandlers: HandlerMap = {};
+export const opsAuditHandlers: HandlerMap = {
+  listAuditEvents,
+  getAuditStats,
+  getAuditEvent,
+};
