@@ -4,7 +4,7 @@ import { toApiRelease } from '../ops-releases/views';
 
 /** Always 200 when the caller is an operator: a dependency that does not answer shows as unreachable. */
 export const getSystem: Handler<'getSystem'> = async ({ app }) => {
-  const info = await describeSystem(app, process.env);
+  const info = await describeSystem(app);
   const dependency = (d: typeof info.database) => ({ reachable: d.reachable, latency_ms: d.latencyMs, version: d.version });
   return {
     status: 200,

@@ -4,7 +4,7 @@ import { describeSignInMethods } from '../../src/system/sign-in-methods';
 export const listSignInMethods: Handler<'listSignInMethods'> = ({ app }) => ({
   status: 200,
   body: {
-    items: describeSignInMethods(app.config, process.env).map((m) => ({
+    items: describeSignInMethods(app.config).map((m) => ({
       method: m.method,
       used_for: m.usedFor,
       enabled: m.enabled,

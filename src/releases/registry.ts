@@ -108,8 +108,8 @@ export class InstanceRegistry {
 
   private async record(): Promise<void> {
     const now = this.opts.now();
-    const db = this.opts.db();
     try {
+      const db = this.opts.db();
       const wasRecorded = this.recorded !== null;
       // A record deleted meanwhile (retention after a long outage, a restored database) is made again.
       this.recorded =
@@ -123,7 +123,7 @@ export class InstanceRegistry {
         this.failures = 0;
       }
     } catch (err) {
-      // One line per streak of failures (the database being down is already logged elsewhere).
+      // One line per streak of failures: a long outage would otherwise log a line every heartbeat.
       if (this.failures++ === 0) {
         this.opts.logger.error('could not record this instance or its heartbeat; trying again at every heartbeat', {
           instance_id: this.identity.id,

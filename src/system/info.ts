@@ -61,8 +61,8 @@ async function redisServerVersion(app: AppContext): Promise<string> {
   return /^redis_version:(.+)$/m.exec(info)?.[1]?.trim() ?? 'unknown';
 }
 
-/** `env`: the process environment, read for whether secrets were given (never their values). */
-export async function describeSystem(app: AppContext, env: Record<string, string | undefined>): Promise<SystemInfo> {
+/** `env`: read for whether secrets were given (never their values); tests pass their own. */
+export async function describeSystem(app: AppContext, env: Record<string, string | undefined> = process.env): Promise<SystemInfo> {
   const [database, redis] = await Promise.all([
     check('database', app.dependencies, () => databaseServerVersion(app.db)),
     check('redis', app.dependencies, () => redisServerVersion(app)),

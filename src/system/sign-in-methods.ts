@@ -32,8 +32,8 @@ function provider(method: Provider, set: Set<KnownVariable>): SignInMethod {
   };
 }
 
-/** Every method, in the contract's order; `env` is the process environment (tests pass their own). */
-export function describeSignInMethods(config: Pick<Config, 'env'>, env: Record<string, string | undefined>): SignInMethod[] {
+/** Every method, in the contract's order; `env`: read for which variables are set (tests pass their own). */
+export function describeSignInMethods(config: Pick<Config, 'env'>, env: Record<string, string | undefined> = process.env): SignInMethod[] {
   const set = setVariables(env);
   return [
     builtIn('password', ['sign_in'], []),
