@@ -4558,7 +4558,7 @@ export interface components {
              */
             configured: boolean;
             /**
-             * @description Whether users can use the method now (`enabled` and `configured`).
+             * @description Whether users can use the method now — `enabled` and `configured`, and supported by this release (the social providers answer false until sign-in through them is implemented).
              * @example false
              */
             available: boolean;
