@@ -98,15 +98,15 @@ export class AuditService {
   }
 
   /**
-   * Counts every closed hour and day since the oldest event (or the retention horizon) into the
-   * rollups, so that no stats request has to: for the daily retention job. Answers how many
-   * buckets it filled.
+   * Counts the closed hours and days of the longest window stats allow (the last 366 days, from
+   * the oldest event or the retention horizon on) into the rollups, so that no stats request has
+   * to: for the daily retention job. Answers how many buckets it filled.
    */
   async refreshRollups(): Promise<number> {
     const oldest = await store.oldestEventUs(this.s.db);
     if (oldest === null) return 0;
     const { nowUs, prunedBeforeUs } = await store.rollupState(this.s.db);
-    return this.fill(planWindow(oldest, nowUs, nowUs, prunedBeforeUs));
+    return this.fill(planWindow(Math.max(oldest, nowUs - STATS_MAX_US), nowUs, nowUs, prunedBeforeUs));
   }
 
   /**
