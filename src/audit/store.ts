@@ -278,19 +278,25 @@ export async function fillBuckets(db: Db, span: Span, [from, to]: Range): Promis
          cross join lateral (select action, count(*) as n from audit_events where at >= m.start and at < m.start + interval '1 hour' group by action) e`
       : `select m.start, h.action, sum(h.count) from made m
          join audit_rollup_counts h on h.span = 'hour' and h.start >= m.start and h.start < m.start + interval '24 hours' group by m.start, h.action`;
-  const { rows } = await db.raw(
-    `with made as (
-       insert into audit_rollup_buckets (span, start)
-       select ?, g from generate_series(?::timestamptz, ?::timestamptz - interval '${SPAN_INTERVAL[span]}', interval '${SPAN_INTERVAL[span]}') g
-       on conflict do nothing
-       returning start
-     ), counted as (
-       insert into audit_rollup_counts (span, start, action, count) select ?, c.* from (${counted}) c
-     )
-     select count(*)::int as n from made`,
-    [span, instantText(from), instantText(to), span],
-  );
-  return rows[0].n;
+  // The planner cannot know how many buckets are missing nor how many events an hour holds: its
+  // estimate passes jit_above_cost, and compiling the plan (hundreds of ms) would cost more than
+  // running it.
+  return db.transaction(async (trx) => {
+    await trx.raw('set local jit = off');
+    const { rows } = await trx.raw(
+      `with made as (
+         insert into audit_rollup_buckets (span, start)
+         select ?, g from generate_series(?::timestamptz, ?::timestamptz - interval '${SPAN_INTERVAL[span]}', interval '${SPAN_INTERVAL[span]}') g
+         on conflict do nothing
+         returning start
+       ), counted as (
+         insert into audit_rollup_counts (span, start, action, count) select ?, c.* from (${counted}) c
+       )
+       select count(*)::int as n from made`,
+      [span, instantText(from), instantText(to), span],
+    );
+    return rows[0].n as number;
+  });
 }
 
 // ----- retention ------------------------------------------------------------------------------
@@ -308,7 +314,10 @@ export function deleteEventsBefore(db: Db, before: Date, batch: number): Promise
   return deleteInBatches(db, 'audit_events', (q) => q.where('at', '<', before), batch);
 }
 
-/** Deletes the void buckets (and their counts). */
+/** Deletes the void buckets and their counts. */
 export async function dropVoidBuckets(db: Db): Promise<void> {
-  await db.raw('delete from audit_rollup_buckets where start < (select pruned_before from audit_rollup_horizon)');
+  await db.raw(`
+    with horizon as (select pruned_before from audit_rollup_horizon),
+    buckets as (delete from audit_rollup_buckets where start < (select pruned_before from horizon))
+    delete from audit_rollup_counts where start < (select pruned_before from horizon)`);
 }

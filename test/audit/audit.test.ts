@@ -55,9 +55,9 @@ async function allPages(url: string, limit: number, between?: () => Promise<void
   let pages = 0;
   do {
     const sep = url.includes('?') ? '&' : '?';
-    const res = await get(`${url}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`).expect(200);
-    ids.push(...res.body.items.map((e: { id: string }) => e.id));
-    cursor = res.body.next_cursor;
+    const body: { items: { id: string }[]; next_cursor: string | null } = (await get(`${url}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`).expect(200)).body;
+    ids.push(...body.items.map((e) => e.id));
+    cursor = body.next_cursor;
     pages++;
     if (between) await between();
   } while (cursor);
