@@ -62,7 +62,11 @@ async function enqueue(kindName: string, n = 1, delayMs?: number) {
   await t.ctx.jobs.handOver(runs);
   return runs;
 }
-const stateOf = async (id: number) => (await store.getRun(t.ctx.db, id))!.state;
+/** A run as the outbox writes it (`store.insertRuns`), of a kind no worker runs unless it is one of this file's. */
+const newRun = (kindName: string, over: Partial<store.NewRun> = {}): store.NewRun => ({
+  kind: kindName, queue: 'default', priority: 0, maxAttempts: 1, timeoutMs: 1_000, payload: {},
+  scheduledAt: t.clock.now, now: t.clock.now, actorKind: 'system', actorId: null, requestId: null, ...over,
+});
 const waitForStates = (ids: number[], state: store.JobState) =>
   waitFor(`runs ${ids.join(',')} to be ${state}`, async () => (await t.ctx.db('job_runs').whereIn('id', ids).whereNot({ state }).count('* as n').first())!.n === 0, 15_000);
 
@@ -133,10 +137,7 @@ it('the migration counts the runs already there (backfill), and its triggers kee
     await waitForStates([done!.id], 'completed');
     await owner.transaction(async (trx) => {
       await counters.down(trx);
-      const [a, b] = await store.insertRuns(trx, [0, 1].map((i) => ({
-        kind: 'test.ok', queue: 'default', priority: 0, maxAttempts: 2, timeoutMs: 1_000, payload: {},
-        scheduledAt: new Date(t.clock.now.getTime() + (i ? DAY_MS : 0)), now: t.clock.now, actorKind: 'system' as const, actorId: null, requestId: null,
-      })));
+      const [a, b] = await store.insertRuns(trx, [newRun('test.ok'), newRun('test.ok', { scheduledAt: new Date(t.clock.now.getTime() + DAY_MS) })]);
       await trx('job_runs').where({ id: a!.id }).update({ state: 'discarded', attempt: 2, finalized_at: t.clock.now, errors: JSON.stringify([failure(t.clock.now), failure(t.clock.now, 2)]) });
       await trx('job_runs').where({ id: b!.id }).update({ state: 'retryable', attempt: 1, errors: JSON.stringify([failure(new Date(t.clock.now.getTime() - 3 * DAY_MS))]) });
       await counters.up(trx);
@@ -189,10 +190,9 @@ it('follows runs through the job system: enqueue, completion, retries, discards,
 it('follows batched writes: a worker batch of starts and completions, due runs made available, hand-over marks', async () => {
   // Runs of a kind no worker knows (nothing takes them from BullMQ), written as the workers write.
   const now = t.clock.now;
-  const runs = await store.insertRuns(t.ctx.db, Array.from({ length: 300 }, (_, i) => ({
-    kind: i % 3 ? 'batch.a' : 'batch.b', queue: i % 2 ? 'default' : 'mail', priority: 0, maxAttempts: 1, timeoutMs: 1_000, payload: {},
-    scheduledAt: new Date(now.getTime() + (i % 4 ? 0 : MINUTE_MS)), now, actorKind: 'system' as const, actorId: null, requestId: null,
-  })));
+  const runs = await store.insertRuns(t.ctx.db, Array.from({ length: 300 }, (_, i) =>
+    newRun(i % 3 ? 'batch.a' : 'batch.b', { queue: i % 2 ? 'default' : 'mail', scheduledAt: new Date(now.getTime() + (i % 4 ? 0 : MINUTE_MS)) }),
+  ));
   const ids = runs.map((r) => r.id);
   await store.markHandedOver(t.ctx.db, ids, now); // no sweep hands them over now
   await expectCountersMatch();
@@ -213,9 +213,7 @@ it('follows batched writes: a worker batch of starts and completions, due runs m
 it('follows failures recorded by hand at any time: the 24-hour window by the service clock, to the minute', async () => {
   const before = (await expectOverviewRight()).failures_last_24h;
   const now = t.clock.now.getTime();
-  const [run] = await store.insertRuns(t.ctx.db, [
-    { kind: 'window.sample', queue: 'default', priority: 0, maxAttempts: 9, timeoutMs: 1_000, payload: {}, scheduledAt: t.clock.now, now: t.clock.now, actorKind: 'system', actorId: null, requestId: null },
-  ]);
+  const [run] = await store.insertRuns(t.ctx.db, [newRun('window.sample')]);
   const errors = [now - 23 * 3600_000, now - DAY_MS + MINUTE_MS, now - DAY_MS - 2 * MINUTE_MS, now - 30 * 3600_000].map((ms, i) => failure(new Date(ms), i + 1));
   await t.ctx.db('job_runs').where({ id: run!.id }).update({ state: 'discarded', finalized_at: t.clock.now, errors: JSON.stringify(errors) });
   expect((await expectOverviewRight()).failures_last_24h).toBe(before + 2);
@@ -235,31 +233,31 @@ it('retention-style deletes of finalized runs, in batches, subtract what they de
 
 describe('concurrent transactions', () => {
   let pool: Knex;
+  const opened: Knex.Transaction[] = [];
   beforeAll(() => {
     pool = createDatabase(appDatabaseUrl(t.ctx.config, t.ctx.config.databaseUrl!), 10);
   });
+  // A failed test leaves none open (their locks would hold the next ones).
+  afterEach(() => Promise.all(opened.splice(0).filter((trx) => !trx.isCompleted()).map((trx) => trx.rollback())));
   afterAll(() => pool.destroy());
 
   /** Opens `n` transactions (a lock wait fails within 3 s instead of hanging). */
   const open = (n: number) =>
     Promise.all(Array.from({ length: n }, async () => {
       const trx = await pool.transaction();
+      opened.push(trx);
       await trx.raw("set local lock_timeout = '3s'");
       return trx;
     }));
 
   it('writers of the same counters never wait for one another; commits count, rollbacks do not', async () => {
     const trxs = await open(8);
-    const run = (kindName: string, state: store.JobState = 'available') => ({
-      kind: kindName, queue: 'default', priority: 0, maxAttempts: 1, timeoutMs: 1_000, payload: {},
-      scheduledAt: new Date(t.clock.now.getTime() + (state === 'scheduled' ? DAY_MS : 0)), now: t.clock.now, actorKind: 'system' as const, actorId: null, requestId: null,
-    });
     // Every transaction holds a counter row of both groups before any commits, half of them taking
     // them in the opposite order (a deadlock if they waited for each other's rows).
     const inserted = await Promise.all(trxs.map(async (trx, i) => {
       const order = i % 2 ? ['concurrent.a', 'concurrent.b'] : ['concurrent.b', 'concurrent.a'];
       const runs = [];
-      for (const k of order) runs.push(...(await store.insertRuns(trx, [run(k), run(k, 'scheduled')])));
+      for (const k of order) runs.push(...(await store.insertRuns(trx, [newRun(k), newRun(k, { scheduledAt: new Date(t.clock.now.getTime() + DAY_MS) })])));
       return runs;
     }));
     await Promise.all(trxs.map((trx, i) => trx('job_runs').whereIn('id', inserted[i]!.map((r) => r.id)).where({ state: 'available' }).update({ state: 'running', attempt: 1 })));
