@@ -34,7 +34,8 @@ const BUCKET = "interval '1 minute'";
 const KEPT_SINCE = "now() - interval '2 days'";
 /**
  * An `errors` entry's `at` as a timestamp; null (never cast) unless it is an ISO 8601 time with an
- * offset, as the service writes it. (No `?` in here: knex would take it for a binding.)
+ * offset, as the service writes it: a malformed entry (or `errors` not an array, below) is not
+ * counted rather than failing the write. (No `?` in here: knex would take it for a binding.)
  */
 const ERROR_AT = `case when e->>'at' ~ '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+){0,1}(Z|[+-]\\d\\d:\\d\\d)$' then (e->>'at')::timestamptz end`;
 
@@ -50,7 +51,8 @@ const deltas = (changes: string) => `
   union all
   select null, null, null, f.bucket, sum(c.sign)::bigint
   from c cross join lateral (
-    select date_bin(${BUCKET}, ${ERROR_AT}, timestamptz 'epoch') as bucket from jsonb_array_elements(c.errors) e
+    select date_bin(${BUCKET}, ${ERROR_AT}, timestamptz 'epoch') as bucket
+    from jsonb_array_elements(case jsonb_typeof(c.errors) when 'array' then c.errors end) e
   ) f
   where c.errors <> '[]'::jsonb and f.bucket >= date_bin(${BUCKET}, ${KEPT_SINCE}, timestamptz 'epoch')
   group by f.bucket having sum(c.sign) <> 0`;

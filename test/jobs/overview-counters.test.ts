@@ -220,6 +220,13 @@ it('follows failures recorded by hand at any time: the 24-hour window by the ser
   // Entries replaced (not only appended) move between buckets.
   await t.ctx.db('job_runs').where({ id: run!.id }).update({ errors: JSON.stringify([failure(t.clock.now)]) });
   expect((await expectOverviewRight()).failures_last_24h).toBe(before + 1);
+  // Malformed entries, or `errors` that is not an array, count for nothing and do not fail the write.
+  for (const errors of [[{ at: 'not a time', attempt: 1 }, 'x'], { at: t.clock.now.toISOString() }]) {
+    await t.ctx.db('job_runs').where({ id: run!.id }).update({ errors: JSON.stringify(errors) });
+    expect((await t.http.get('/ops/jobs/overview').set('Authorization', auth).expect(200)).body.failures_last_24h).toBe(before);
+  }
+  await t.ctx.db('job_runs').where({ id: run!.id }).update({ errors: '[]' });
+  expect((await expectOverviewRight()).failures_last_24h).toBe(before);
 });
 
 it('retention-style deletes of finalized runs, in batches, subtract what they delete', async () => {
