@@ -79,14 +79,7 @@ export class AuditService {
     const sinceUs = instant(query.since, 'since') ?? untilUs - STATS_DEFAULT_US;
     if (sinceUs >= untilUs) throw invalidField('query.since', 'must be before until');
     if (untilUs - sinceUs > STATS_MAX_US) throw invalidField('query.since', 'must be at most 366 days before until');
-    const action = actionFilter(query.action);
-    const { nowUs, prunedBeforeUs } = await store.rollupState(this.s.db);
-    const plan = planWindow(sinceUs, untilUs, nowUs, prunedBeforeUs);
-    let counts = await store.countWindow(this.s.db, plan, action);
-    if (counts.filled < plan.buckets) {
-      await this.fill(plan);
-      counts = await store.countWindow(this.s.db, plan, action);
-    }
+    const counts = await this.countWindow(sinceUs, untilUs, actionFilter(query.action));
     const byDay: AuditStats['byDay'] = [];
     for (let day = Math.floor(sinceUs / DAY_US) * DAY_US; day < untilUs; day += DAY_US) {
       const name = instantDate(day).toISOString().slice(0, 10);
@@ -119,6 +112,22 @@ export class AuditService {
     const deleted = await store.deleteEventsBefore(this.s.db, before, batch);
     await store.dropVoidBuckets(this.s.db);
     return deleted;
+  }
+
+  /**
+   * Counts from complete rollups only: when buckets are missing, fills them and counts again. A
+   * bucket can go missing after the fill only if retention voided it meanwhile; the next attempt
+   * plans with the new horizon.
+   */
+  private async countWindow(sinceUs: number, untilUs: number, action: store.ActionFilter | undefined): Promise<store.WindowCounts> {
+    for (let attempt = 1; ; attempt++) {
+      const { nowUs, prunedBeforeUs } = await store.rollupState(this.s.db);
+      const plan = planWindow(sinceUs, untilUs, nowUs, prunedBeforeUs);
+      const counts = await store.countWindow(this.s.db, plan, action);
+      if (counts.filled === plan.buckets) return counts;
+      if (attempt === 3) throw new Error(`audit stats: ${plan.buckets - counts.filled} rollup buckets still missing after filling twice`);
+      await this.fill(plan);
+    }
   }
 
   /** Fills the plan's missing hours, then its missing days (summed from the hours). */

@@ -6,6 +6,8 @@ import { deleteInBatches } from '../platform/batches';
 import { instantText } from './instants';
 import type { Range, WindowPlan } from './rollups';
 
+type Db = Knex | Knex.Transaction;
+
 export type ActorKind = 'user' | 'operator' | 'system' | 'provider';
 
 export interface Actor {
@@ -107,8 +109,6 @@ export interface EventKey {
   id: string;
 }
 
-type Db = Knex | Knex.Transaction;
-
 const COLUMNS = 'id, at, action, actor_kind, actor_id, target_kind, target_id, org_id, ip, user_agent, request_id, data';
 const AT_US = '(extract(epoch from at) * 1000000)::bigint as at_us';
 
@@ -131,9 +131,9 @@ function prefixRange(prefix: string): [string, string] {
   return [prefix, prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)];
 }
 
-function whereAction(c: Conditions, action: ActionFilter | undefined, column = 'action'): Conditions {
+function whereAction(c: Conditions, action: ActionFilter | undefined): Conditions {
   if (!action) return c;
-  return 'exact' in action ? c.add(`${column} = ?`, action.exact) : c.add(`${column} >= ? and ${column} < ?`, ...prefixRange(action.prefix));
+  return 'exact' in action ? c.add('action = ?', action.exact) : c.add('action >= ? and action < ?', ...prefixRange(action.prefix));
 }
 
 /**
