@@ -17,7 +17,12 @@ export const RETENTION_POLICIES: RetentionPolicy[] = [
     name: 'audit_events',
     appliesTo: 'Audit events older than `keep`.',
     setting: 'retention.audit_events',
-    enforce: (s, before) => s.audit.pruneBefore(before),
+    enforce: async (s, before) => {
+      const deleted = await s.audit.pruneBefore(before);
+      // The day's closed hours and days go into the stats rollups now, not on a stats request.
+      await s.audit.refreshRollups();
+      return deleted;
+    },
   },
   {
     name: 'deleted_organisations',
