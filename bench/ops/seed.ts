@@ -17,7 +17,7 @@
 // VACUUM (ANALYZE), as autovacuum would do in time on a table that only grows.
 import type { Knex } from 'knex';
 
-export const ACTIONS = [
+const ACTIONS = [
   'auth.login.succeeded',
   'auth.login.failed',
   'auth.logout',
