@@ -311,7 +311,8 @@ async function main(): Promise<void> {
     const written = { on: 0, off: 0 };
     const overhead: number[] = [];
     console.log(`\nPOST /v1/auth/login, ${opts.loginUsers} users in turn, -c${opts.loginConnections}, BCRYPT_COST=${BCRYPT_COST}: audit writes ON, and OFF (a BEFORE INSERT trigger returns NULL: the INSERT statement still runs, the row is not written)`);
-    if (opts.warmup > 0) await runLoginWrk(loginUrl, opts.loginConnections, opts.warmup, opts.loginUsers);
+    // A whole phase's length: the first phase after the GET rounds ran measurably slower after a 1 s warm-up.
+    if (opts.warmup > 0) await runLoginWrk(loginUrl, opts.loginConnections, Math.max(opts.warmup, opts.duration), opts.loginUsers);
     try {
       for (let round = 1; round <= opts.loginRounds; round++) {
         console.log(`round ${round}/${opts.loginRounds}:`);
