@@ -138,9 +138,10 @@ function whereAction(c: Conditions, action: ActionFilter | undefined): Condition
 
 /**
  * Newest first, `limit` events below `after`. An action prefix alone walks the matching actions
- * (one index probe each) and merges the newest `limit` of each from the action index: one range
- * scan over the prefix would have to sort every matching event, and the time index would read
- * past every non-matching one. With another column filter, that filter's index leads.
+ * (one index probe each) and merges the newest `limit` keys of each from the action index (index
+ * only), then reads the page's rows: one range scan over the prefix would have to sort every
+ * matching event, and the time index would read past every non-matching one. With another column
+ * filter, that filter's index leads.
  */
 export async function listEvents(db: Db, filter: EventFilter, after: EventKey | undefined, limit: number): Promise<ListedEvent[]> {
   const c = new Conditions();
@@ -160,10 +161,12 @@ export async function listEvents(db: Db, filter: EventFilter, after: EventKey | 
          select min(action) from audit_events where action >= ? and action < ?
          union all
          select (select min(e.action) from audit_events e where e.action > a.action and e.action < ?) from actions a where a.action is not null
+       ), page as (
+         select p.at, p.id from actions a cross join lateral (select at, id from audit_events where action = a.action and ${c.sql} ${order}) p
+         order by p.at desc, p.id desc limit ?
        )
-       select p.* from actions a cross join lateral (${select} where action = a.action and ${c.sql} ${order}) p
-       order by p.at desc, p.id desc limit ?`,
-      [from, to, to, ...c.values, limit, limit],
+       ${select} where id in (select id from page) ${order}`,
+      [from, to, to, ...c.values, limit, limit, limit],
     );
     return rows.map(toListed);
   }
