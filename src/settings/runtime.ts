@@ -47,8 +47,9 @@ export class RuntimeSettings {
     this.timer = setInterval(() => void this.reload(), this.deps.reloadMs ?? RELOAD_MS);
     this.timer.unref();
     // A subscribed connection can send nothing else: a connection of its own, which ioredis
-    // reconnects and resubscribes by itself after an outage.
-    const subscriber = this.deps.redis.duplicate({ enableOfflineQueue: true });
+    // reconnects and resubscribes by itself after an outage. Its SUBSCRIBE waits for Redis (no
+    // retry limit) instead of failing while Redis is down: the subscription starts when it is back.
+    const subscriber = this.deps.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
     subscriber.on('error', () => undefined); // outages are logged by the dependency monitor
     subscriber.on('message', (channel: string) => {
       if (channel === this.deps.channel) void this.reload();
