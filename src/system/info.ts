@@ -1,12 +1,12 @@
 // GET /ops/system: the instance that answers, the release it runs, its process, its dependencies
 // checked live, its job workers and its configuration (config-view.ts).
 import type { AppContext } from '../app-context';
-import type { Dependency, DependencyMonitor } from '../platform/dependencies';
 import type { InstanceIdentity } from '../releases/registry';
 import type { Release } from '../releases/store';
 import { QUEUES } from '../jobs/config';
 import { configView, type ConfigValue } from './config-view';
 import { databaseServerVersion } from './probe-store';
+import { boundedCheck } from './bounded-check';
 
 /**
  * How long each dependency may take to answer: a frozen one must not hold the answer for the
@@ -32,28 +32,10 @@ export interface SystemInfo {
   config: Record<string, ConfigValue>;
 }
 
-/**
- * One round trip that answers the server's version, bounded by CHECK_BOUND_MS. Reported to the
- * dependency monitor like the readiness checks, so an outage noticed here is logged once.
- */
-async function check(name: Dependency, monitor: DependencyMonitor, askVersion: () => Promise<string>): Promise<DependencyCheck> {
-  const start = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const version = await Promise.race([
-      askVersion(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_BOUND_MS} ms`)), CHECK_BOUND_MS);
-      }),
-    ]);
-    monitor.up(name);
-    return { reachable: true, latencyMs: Math.round((performance.now() - start) * 100) / 100, version };
-  } catch (err) {
-    monitor.failed(name, err);
-    return { reachable: false, latencyMs: null, version: null };
-  } finally {
-    clearTimeout(timer);
-  }
+/** One round trip that answers the server's version (bounded, reported like the readiness checks). */
+async function check(app: AppContext, name: 'database' | 'redis', askVersion: () => Promise<string>): Promise<DependencyCheck> {
+  const r = await boundedCheck(name, app.dependencies, CHECK_BOUND_MS, askVersion);
+  return r.ok ? { reachable: true, latencyMs: r.latencyMs, version: r.value } : { reachable: false, latencyMs: null, version: null };
 }
 
 async function redisServerVersion(app: AppContext): Promise<string> {
@@ -64,8 +46,8 @@ async function redisServerVersion(app: AppContext): Promise<string> {
 /** `env`: read for whether secrets were given (never their values); tests pass their own. */
 export async function describeSystem(app: AppContext, env: Record<string, string | undefined> = process.env): Promise<SystemInfo> {
   const [database, redis] = await Promise.all([
-    check('database', app.dependencies, () => databaseServerVersion(app.db)),
-    check('redis', app.dependencies, () => redisServerVersion(app)),
+    check(app, 'database', () => databaseServerVersion(app.db)),
+    check(app, 'redis', () => redisServerVersion(app)),
   ]);
   const memory = process.memoryUsage();
   const workersRunning = app.jobs.running;

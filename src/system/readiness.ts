@@ -6,6 +6,7 @@ import type { AppContext } from '../app-context';
 import type { Dependency, DependencyMonitor } from '../platform/dependencies';
 import { pingDatabase } from '../platform/database';
 import { pingRedis } from '../platform/redis';
+import { boundedCheck } from './bounded-check';
 
 export interface Check {
   ok: boolean;
@@ -15,25 +16,9 @@ export interface Check {
 
 const CHECK_TIMEOUT_MS = 2_000;
 
-class TimedOut extends Error {}
-
-async function timed(name: Dependency, monitor: DependencyMonitor, probe: () => Promise<number>): Promise<Check> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const latency = await Promise.race([
-      probe(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new TimedOut(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
-      }),
-    ]);
-    monitor.up(name);
-    return { ok: true, latencyMs: Math.round(latency * 100) / 100 };
-  } catch (err) {
-    monitor.failed(name, err);
-    return { ok: false, latencyMs: null, error: err instanceof TimedOut ? 'timed out' : 'unreachable' };
-  } finally {
-    clearTimeout(timer);
-  }
+async function timed(name: Dependency, monitor: DependencyMonitor, probe: () => Promise<unknown>): Promise<Check> {
+  const r = await boundedCheck(name, monitor, CHECK_TIMEOUT_MS, probe);
+  return r.ok ? { ok: true, latencyMs: r.latencyMs } : { ok: false, latencyMs: null, error: r.timedOut ? 'timed out' : 'unreachable' };
 }
 
 /** Checks the database and Redis in parallel. */
