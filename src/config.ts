@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { hkdfSync } from 'node:crypto';
 import { defaultsFromEnvironment, type SettingKey, type SettingValue } from './settings/catalog';
+import { setVariables, type KnownVariable } from './system/provider-config';
 
 /** Project root (where openapi.yaml and package.json live), found from src/ and from dist/src/. */
 export const projectRoot = (() => {
@@ -68,6 +69,11 @@ export interface Config {
    */
   settingDefaults: { values: Record<SettingKey, SettingValue>; fromEnvironment: Set<SettingKey> };
   session: { absoluteLifetimeSeconds: number };
+  /**
+   * Which of the social providers' variables and the secrets with a development fallback were
+   * given (names only: /ops/system and /ops/auth/providers say set/unset, never a value).
+   */
+  variablesSet: Set<KnownVariable>;
   /**
    * Second factors: `encryptionKey` (32 bytes, MFA_ENCRYPTION_KEY) encrypts authenticator-app
    * secrets at rest; `totpIssuer` is the name authenticator apps show.
@@ -216,6 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
     sessionSecret: env.SESSION_SECRET || 'development-only-secret-do-not-use-in-production',
     auth: { bcryptCost: int(env, 'BCRYPT_COST', 12) },
     settingDefaults: settingDefaults(env),
+    variablesSet: setVariables(env),
     session: {
       absoluteLifetimeSeconds: int(env, 'SESSION_ABSOLUTE_LIFETIME_SECONDS', 90 * 24 * 3600),
     },

@@ -3,7 +3,7 @@
 // strings lose their credentials.
 import type { Config } from '../config';
 import type { MailDescription } from '../mail/mailer';
-import { PROVIDER_VARIABLES, setVariables } from './provider-config';
+import { PROVIDER_VARIABLES } from './provider-config';
 
 export type ConfigValue = string | number | boolean | null;
 
@@ -31,9 +31,9 @@ export function withoutCredentials(raw: string): string {
 
 const presence = (set: boolean) => (set ? 'set' : 'unset');
 
-/** Flat snake_case keys; `env` is the process environment, read for whether secrets were given. */
-export function configView(config: Config, mail: MailDescription, env: Record<string, string | undefined>): Record<string, ConfigValue> {
-  const set = setVariables(env);
+/** Flat snake_case keys. */
+export function configView(config: Config, mail: MailDescription): Record<string, ConfigValue> {
+  const set = config.variablesSet;
   // Only whether they are set: src/config.ts does not read the providers' settings yet.
   const providerVariables = Object.values(PROVIDER_VARIABLES)
     .flat()

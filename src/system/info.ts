@@ -43,8 +43,7 @@ async function redisServerVersion(app: AppContext): Promise<string> {
   return /^redis_version:(.+)$/m.exec(info)?.[1]?.trim() ?? 'unknown';
 }
 
-/** `env`: read for whether secrets were given (never their values); tests pass their own. */
-export async function describeSystem(app: AppContext, env: Record<string, string | undefined> = process.env): Promise<SystemInfo> {
+export async function describeSystem(app: AppContext): Promise<SystemInfo> {
   const [database, redis] = await Promise.all([
     check(app, 'database', () => databaseServerVersion(app.db)),
     check(app, 'redis', () => redisServerVersion(app)),
@@ -60,6 +59,6 @@ export async function describeSystem(app: AppContext, env: Record<string, string
     database,
     redis,
     workers: { running: workersRunning, queues: workersRunning ? QUEUES.map((name) => ({ name, concurrency: app.jobs.concurrencyOf(name) })) : [] },
-    config: configView(app.config, app.mailer.describe(), env),
+    config: configView(app.config, app.mailer.describe()),
   };
 }

@@ -1,6 +1,7 @@
-// Which configuration variables are set, by name only, for what src/config.ts does not say: the
-// social providers' settings (src/config.ts reads them once sign-in through providers exists) and
-// whether the secrets that have a development fallback were given. Values never leave this file.
+// Which configuration variables are set, by name only, for what src/config.ts does not otherwise
+// say: the social providers' settings (read in full once sign-in through providers exists) and
+// whether the secrets that have a development fallback were given. loadConfig calls setVariables
+// once; values never leave this file.
 
 type Env = Record<string, string | undefined>;
 

@@ -1,7 +1,7 @@
 // GET /ops/auth/providers: each sign-in method, whether it is switched on and configured, and
 // the names of the variables it still needs (never their values).
 import type { Config } from '../config';
-import { PROVIDER_VARIABLES, setVariables, type KnownVariable, type Provider } from './provider-config';
+import { PROVIDER_VARIABLES, type KnownVariable, type Provider } from './provider-config';
 
 export interface SignInMethod {
   method: 'password' | 'passkey' | 'totp' | Provider;
@@ -32,9 +32,9 @@ function provider(method: Provider, set: Set<KnownVariable>): SignInMethod {
   };
 }
 
-/** Every method, in the contract's order; `env`: read for which variables are set (tests pass their own). */
-export function describeSignInMethods(config: Pick<Config, 'env'>, env: Record<string, string | undefined> = process.env): SignInMethod[] {
-  const set = setVariables(env);
+/** Every method, in the contract's order. */
+export function describeSignInMethods(config: Pick<Config, 'env' | 'variablesSet'>): SignInMethod[] {
+  const set = config.variablesSet;
   return [
     builtIn('password', ['sign_in'], []),
     // The relying party's id and origins always resolve (config checks them at start).

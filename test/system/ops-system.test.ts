@@ -14,6 +14,7 @@ import { createDatabase } from '../../src/platform/database';
 import { CHECK_BOUND_MS, describeSystem } from '../../src/system/info';
 import { withoutCredentials } from '../../src/system/config-view';
 import { describeSignInMethods } from '../../src/system/sign-in-methods';
+import { setVariables } from '../../src/system/provider-config';
 
 const SECRETS = {
   SESSION_SECRET: 'session-secret-RECOGNISABLE-0123456789abcdef',
@@ -39,7 +40,6 @@ let dbName: string;
 let t: TestApp;
 let operator: string;
 let member: string;
-const savedEnv = { ...process.env };
 
 /** The private Redis asks for a password, so the app's Redis URL carries one. */
 async function requirePassword(): Promise<void> {
@@ -56,10 +56,9 @@ beforeAll(async () => {
   // The shared server trusts local connections: the password is carried, never checked.
   const ownerUrl = new URL(databaseUrl(dbName));
   ownerUrl.password = SECRETS.DATABASE_PASSWORD;
-  // Whether a secret was given is read from the process environment, as in production.
-  Object.assign(process.env, PROVIDER_ENV, { SESSION_SECRET: SECRETS.SESSION_SECRET, MFA_ENCRYPTION_KEY: SECRETS.MFA_ENCRYPTION_KEY });
   t = await startTestApp(
     {
+      ...PROVIDER_ENV,
       SESSION_SECRET: SECRETS.SESSION_SECRET,
       MFA_ENCRYPTION_KEY: SECRETS.MFA_ENCRYPTION_KEY,
       SMTP_URL: `smtp://mailer:${SECRETS.SMTP_PASSWORD}@127.0.0.1:2525`,
@@ -74,7 +73,6 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  process.env = savedEnv;
   await t?.ctx.instance.stop();
   await t?.close();
   await redis?.kill();
@@ -198,7 +196,7 @@ describe('GET /ops/system', () => {
     const db = createDatabase(`postgres://postgres@127.0.0.1:${port}/none`, 1, undefined, { connectMs: 3 * CHECK_BOUND_MS });
     try {
       const start = Date.now();
-      const info = await describeSystem({ ...t.ctx, db }, {});
+      const info = await describeSystem({ ...t.ctx, db });
       expect(Date.now() - start).toBeLessThan(2 * CHECK_BOUND_MS);
       expect(info.database).toEqual({ reachable: false, latencyMs: null, version: null });
     } finally {
@@ -225,7 +223,7 @@ describe('GET /ops/auth/providers', () => {
   });
 
   it('a provider with nothing set is off and needs everything; blanks count as unset; production TOTP needs its key', () => {
-    const methods = describeSignInMethods({ env: 'production' }, { PROVIDER_A_ISSUER: '  ', SESSION_SECRET: 'x' });
+    const methods = describeSignInMethods({ env: 'production', variablesSet: setVariables({ PROVIDER_A_ISSUER: '  ', SESSION_SECRET: 'x' }) });
     const byName = Object.fromEntries(methods.map((m) => [m.method, m]));
     expect(byName.provider_a).toEqual({
       method: 'provider_a',
@@ -238,7 +236,7 @@ describe('GET /ops/auth/providers', () => {
     expect(byName.provider_b!.missing).toHaveLength(5);
     expect(byName.totp).toMatchObject({ configured: false, available: false, missing: ['MFA_ENCRYPTION_KEY'] });
     // Outside production a key is derived.
-    expect(describeSignInMethods({ env: 'development' }, {}).find((m) => m.method === 'totp')).toMatchObject({ configured: true, missing: [] });
+    expect(describeSignInMethods({ env: 'development', variablesSet: new Set() }).find((m) => m.method === 'totp')).toMatchObject({ configured: true, missing: [] });
   });
 });
 
