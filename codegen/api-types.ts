@@ -917,12 +917,16 @@ export interface paths {
          *     - `intent=link` success: the identity is linked; `Location` is `redirect_to`.
          *     - Failure: `Location` is `redirect_to` with `?error=<code>` (added to its query), one of
          *       `access_denied` (the user cancelled at the provider), `provider_error` (the provider
-         *       answered an error or could not be reached), `invalid_token` (the code exchange failed or
-         *       the ID token's signature, `iss`, `aud`, `exp` or `nonce` is wrong, or it has no email),
+         *       answered an error, refused our client credentials or could not be reached),
+         *       `invalid_token` (the code was refused as invalid, expired or used, or the ID token's
+         *       signature, `iss`, `aud`, `exp` or `nonce` is wrong, or it has no email),
          *       `registration_closed` (no account and sign-up is off), `account_exists` (an account
          *       with the same email exists but cannot be linked automatically: the provider or the
          *       account has not verified the email; sign in another way and link), `identity_in_use`
-         *       (`intent=link`, but the identity is linked to another user) or `provider_disabled`.
+         *       (`intent=link`, but the identity is linked to another user), `provider_already_linked`
+         *       (`intent=link`, but the user linked another account of this provider meanwhile),
+         *       `account_disabled` (the account is disabled) or `provider_not_configured` (the provider's
+         *       configuration was removed since the start).
          *
          *     A new identity is linked to an existing account automatically only when the provider says
          *     the email is verified and the account's email is verified. Other query parameters the
@@ -1024,7 +1028,7 @@ export interface paths {
          *
          *     - Known identity: signs its user in.
          *     - New identity, an account with the same email: linked automatically only when the token
-         *       says `email_verified` and the account's email is verified, else 403 `account_exists`.
+         *       says `email_verified` and the account's email is verified, else 409 `account_exists`.
          *     - New identity, no account: creates one (email verified as the provider says, no
          *       password) unless sign-up is turned off (403 `registration_closed`).
          *
@@ -3800,7 +3804,7 @@ export interface components {
              */
             state?: string;
             /**
-             * @description The ID token; verified like the one from the code exchange, which must name the same subject.
+             * @description The ID token as the provider put it in the form. Ignored — the ID token obtained by exchanging `code` (PKCE, client authentication) is the one verified and used.
              * @example eyJhbGciOiJSUzI1NiIsImtpZCI6ImIxIn0.eyJpc3MiOiJodHRwczovL2lkLnByb3ZpZGVyLWIuZXhhbXBsZSJ9.c2ln
              */
             id_token?: string;
@@ -3857,6 +3861,7 @@ export interface components {
          *       "subject": "108234567890123456789",
          *       "email": "ada@example.com",
          *       "email_verified": true,
+         *       "email_forwarding": true,
          *       "created_at": "2026-11-22T02:12:29Z",
          *       "last_used_at": "2026-11-23T08:30:00Z"
          *     }
@@ -3879,6 +3884,11 @@ export interface components {
              * @example true
              */
             email_verified: boolean;
+            /**
+             * @description `provider_b` relay addresses: false after the provider notified `email-disabled` (mail to `email` is not forwarded), true again after `email-enabled`. Always true for `provider_a`.
+             * @example true
+             */
+            email_forwarding: boolean;
             created_at: components["schemas"]["Timestamp"];
             last_used_at: components["schemas"]["Timestamp"];
         };
@@ -3892,6 +3902,7 @@ export interface components {
          *           "subject": "108234567890123456789",
          *           "email": "ada@example.com",
          *           "email_verified": true,
+         *           "email_forwarding": true,
          *           "created_at": "2026-11-22T02:12:29Z",
          *           "last_used_at": "2026-11-23T08:30:00Z"
          *         }
@@ -4558,7 +4569,7 @@ export interface components {
              */
             configured: boolean;
             /**
-             * @description Whether users can use the method now — `enabled` and `configured`, and supported by this release (the social providers answer false until sign-in through them is implemented).
+             * @description Whether users can use the method now — `enabled` and `configured`.
              * @example false
              */
             available: boolean;
@@ -6739,23 +6750,14 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description This release does not implement the operation yet. Codes: `not_implemented`. */
-        NotImplemented: {
+        /** @description A dependency (database, Redis) is unreachable or maintenance mode is on (`unavailable`); the provider is not configured on this service (`provider_not_configured`: /ops/auth/providers says what is missing); or the provider could not be reached within PROVIDER_TIMEOUT_MS (`provider_unavailable`). Codes: `unavailable`, `provider_not_configured`, `provider_unavailable`. */
+        SocialUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "type": "about:blank",
-                 *       "title": "Not Implemented",
-                 *       "status": 501,
-                 *       "detail": "This operation is not implemented yet.",
-                 *       "code": "not_implemented",
-                 *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
-                 *     }
-                 */
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -7222,6 +7224,17 @@ export interface operations {
             400: components["responses"]["MalformedBody"];
             /** @description Unknown email, wrong password, or an account that has no password (same answer for each). Codes: `invalid_credentials`. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The account is disabled by an operator: no way of signing in works (the credentials were right). Codes: `account_disabled`. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
@@ -7826,6 +7839,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description The authenticator app is already turned on; turn it off first to replace it. Codes: `totp_already_enabled`. */
             409: {
                 headers: {
@@ -7880,6 +7894,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            403: components["responses"]["Forbidden"];
             /** @description The authenticator app is not turned on. Codes: `mfa_not_enabled`. */
             409: {
                 headers: {
@@ -7945,6 +7960,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            403: components["responses"]["Forbidden"];
             /**
              * @description The authenticator app is already on (`totp_already_enabled`), or there is no pending
              *     setup: it was never started, expired after 15 minutes or was discarded after 5 wrong
@@ -8008,6 +8024,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            403: components["responses"]["Forbidden"];
             /** @description The user has no second factor (no authenticator app and no passkey), so there are no recovery codes to replace. Codes: `mfa_not_enabled`. */
             409: {
                 headers: {
@@ -8085,6 +8102,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedBody"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /**
              * @description The credential is already registered (to this or another account)
              *     (`passkey_already_registered`), or the user already has 20 passkeys, the most allowed
@@ -8150,6 +8168,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedBody"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description The user already has 20 passkeys, the most allowed. Codes: `passkey_limit_reached`. */
             409: {
                 headers: {
@@ -8248,6 +8267,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The account is disabled by an operator: no way of signing in works (the credentials were right). Codes: `account_disabled`. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -8299,6 +8329,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description The user has no passkey to verify with. Codes: `no_passkeys`. */
             409: {
                 headers: {
@@ -8359,6 +8390,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description The passkey is the only way left to sign in; add a password, another passkey or a linked identity first. Codes: `last_sign_in_method`. */
             409: {
@@ -8421,6 +8453,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedBody"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -8468,17 +8501,6 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
-            /** @description The provider is not configured or is turned off on this instance. Codes: `provider_disabled`. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    "Cache-Control": components["headers"]["CacheControlNoStore"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description With `intent=link`, the signed-in user already has an identity from this provider; unlink it first. Codes: `provider_already_linked`. */
             409: {
                 headers: {
@@ -8507,8 +8529,7 @@ export interface operations {
             };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
-            503: components["responses"]["Unavailable"];
+            503: components["responses"]["SocialUnavailable"];
         };
     };
     createSocialNonce: {
@@ -8537,22 +8558,10 @@ export interface operations {
                     "application/json": components["schemas"]["SocialNonce"];
                 };
             };
-            /** @description The provider is not configured or is turned off on this instance. Codes: `provider_disabled`. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    "Cache-Control": components["headers"]["CacheControlNoStore"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
-            503: components["responses"]["Unavailable"];
+            503: components["responses"]["SocialUnavailable"];
         };
     };
     providerACallback: {
@@ -8601,7 +8610,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -8650,7 +8658,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -8690,24 +8697,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The provider is not configured or is turned off on this instance. Codes: `provider_disabled`. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    "Cache-Control": components["headers"]["CacheControlNoStore"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
-            503: components["responses"]["Unavailable"];
+            503: components["responses"]["SocialUnavailable"];
         };
     };
     providerAToken: {
@@ -8758,13 +8753,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /**
-             * @description No account exists and sign-up is turned off (`registration_closed`); an account with the
-             *     same email exists but cannot be linked automatically: sign in another way and link the
-             *     provider (`account_exists`); or the provider is not configured or turned off
-             *     (`provider_disabled`). Codes: `registration_closed`, `account_exists`, `provider_disabled`.
-             */
+            /** @description No account exists and sign-up is turned off (`registration_closed`), or the account is disabled (`account_disabled`). Codes: `registration_closed`, `account_disabled`. */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An account with the same email exists but cannot be linked automatically (the provider or the account has not verified the email): sign in another way, then link the provider with the browser flow and `intent=link`. Codes: `account_exists`. */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
@@ -8779,8 +8780,7 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
-            503: components["responses"]["Unavailable"];
+            503: components["responses"]["SocialUnavailable"];
         };
     };
     providerBToken: {
@@ -8831,13 +8831,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /**
-             * @description No account exists and sign-up is turned off (`registration_closed`); an account with the
-             *     same email exists but cannot be linked automatically: sign in another way and link the
-             *     provider (`account_exists`); or the provider is not configured or turned off
-             *     (`provider_disabled`). Codes: `registration_closed`, `account_exists`, `provider_disabled`.
-             */
+            /** @description No account exists and sign-up is turned off (`registration_closed`), or the account is disabled (`account_disabled`). Codes: `registration_closed`, `account_disabled`. */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An account with the same email exists but cannot be linked automatically (the provider or the account has not verified the email): sign in another way, then link the provider with the browser flow and `intent=link`. Codes: `account_exists`. */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
@@ -8852,8 +8858,7 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
-            503: components["responses"]["Unavailable"];
+            503: components["responses"]["SocialUnavailable"];
         };
     };
     listIdentities: {
@@ -8885,7 +8890,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -8914,6 +8918,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description The identity is the only way left to sign in; set a password or add a passkey first. Codes: `last_sign_in_method`. */
             409: {
@@ -8929,7 +8934,6 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["Unavailable"];
         };
     };

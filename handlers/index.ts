@@ -11,6 +11,7 @@ import { authHandlers } from './auth';
 import { sessionsHandlers } from './sessions';
 import { mfaHandlers } from './mfa';
 import { passkeysHandlers } from './passkeys';
+import { socialHandlers } from './social';
 import { orgsHandlers } from './orgs';
 import { membersHandlers } from './members';
 import { invitationsHandlers } from './invitations';
@@ -46,17 +47,9 @@ export const handlers: HandlerMap = {
   ...sessionsHandlers,
   ...mfaHandlers,
   ...passkeysHandlers,
+  ...socialHandlers,
   ...orgsHandlers,
   ...membersHandlers,
   ...invitationsHandlers,
   ...projectsHandlers,
 };
-
-/**
- * Operations of the contract with no handler yet (their domain logic belongs to a later issue):
- * they are routed, authenticated and validated like any other, then answer 501 `not_implemented`.
- * README lists them under "Not yet implemented" (a test keeps the two in step).
- */
-export function pendingOperations(allOperationIds: Iterable<string>): Set<string> {
-  return new Set([...allOperationIds].filter((id) => !(id in handlers)));
-}

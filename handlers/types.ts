@@ -27,7 +27,7 @@ type ResponseBody<R> = R extends { content: infer C } ? C[keyof C] : undefined;
 
 /** What a handler returns: a documented success status and its body. Errors are thrown as AppError. */
 export type Reply<K extends OperationId> = {
-  [S in SuccessStatus<K>]: { status: S; body: ResponseBody<Responses<K>[S]>; headers?: Record<string, string> };
+  [S in SuccessStatus<K>]: { status: S; body: ResponseBody<Responses<K>[S]>; headers?: Record<string, string | string[]> };
 }[SuccessStatus<K>];
 
 export interface HandlerContext<K extends OperationId> {

@@ -14,6 +14,7 @@ import { Mailer } from './mail/mailer';
 import { Services } from './services';
 import { InstanceRegistry } from './releases/registry';
 import { RuntimeSettings } from './settings/runtime';
+import { SocialProviders } from './social/providers';
 
 /** Builds the context every request and job runs with. Tests pass extra job kinds and a clock. */
 export function buildAppContext(parts: {
@@ -36,6 +37,7 @@ export function buildAppContext(parts: {
     mailer: new Mailer(parts.config.mail, parts.logger),
     now,
     state: { databaseReady: false },
+    socialProviders: new SocialProviders(parts.config.social, parts.logger),
     instance: new InstanceRegistry({ build: parts.config.build, db: () => app.db, logger: parts.logger, now }),
   } as Omit<AppContext, 'jobs' | 'services' | 'dependencies' | 'settings'> as AppContext;
   // Probes read app.db and app.redis when they run: a test may swap them.

@@ -9,6 +9,7 @@ import type { Mailer } from './mail/mailer';
 import type { Services } from './services';
 import type { InstanceRegistry } from './releases/registry';
 import type { RuntimeSettings } from './settings/runtime';
+import type { SocialProviders } from './social/providers';
 
 /** Everything a request or job needs, built once by the composition root (src/main.ts or a test). */
 export interface AppContext {
@@ -27,6 +28,8 @@ export interface AppContext {
   settings: RuntimeSettings;
   /** This process as an instance of its release: known from start, recorded and heartbeating once main starts it. */
   instance: InstanceRegistry;
+  /** The configured social providers: discovery documents and signing keys, cached. */
+  socialProviders: SocialProviders;
   /** Injectable clock: tests move time instead of waiting. */
   now: () => Date;
   state: {

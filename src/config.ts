@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { hkdfSync } from 'node:crypto';
 import { defaultsFromEnvironment, type SettingKey, type SettingValue } from './settings/catalog';
-import { setVariables, type KnownVariable } from './system/provider-config';
+import { setVariables, socialConfig, type KnownVariable, type SocialConfig } from './system/provider-config';
 
 /** Project root (where openapi.yaml and package.json live), found from src/ and from dist/src/. */
 export const projectRoot = (() => {
@@ -74,6 +74,8 @@ export interface Config {
    * given (names only: /ops/system and /ops/auth/providers say set/unset, never a value).
    */
   variablesSet: Set<KnownVariable>;
+  /** Social sign-in: the configured providers (complete ones only) and the limits of calls to them. */
+  social: SocialConfig;
   /**
    * Second factors: `encryptionKey` (32 bytes, MFA_ENCRYPTION_KEY) encrypts authenticator-app
    * secrets at rest; `totpIssuer` is the name authenticator apps show.
@@ -151,6 +153,13 @@ function httpTimeouts(env: Env): Config['http'] {
   return { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: positive(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000) };
 }
 
+function social(env: Env, set: Set<KnownVariable>): SocialConfig {
+  const problems: string[] = [];
+  const result = socialConfig(env, set, problems);
+  if (problems.length) throw new ConfigError(problems.join('; '));
+  return result;
+}
+
 function settingDefaults(env: Env): Config['settingDefaults'] {
   const { defaults, fromEnvironment, errors } = defaultsFromEnvironment(env);
   if (errors.length) throw new ConfigError(errors.join('; '));
@@ -199,6 +208,7 @@ function trustProxy(raw: string | undefined): string | number | boolean {
 export function loadConfig(env: Env = process.env): Config {
   const mode = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const port = int(env, 'PORT', 3000);
+  const variablesSet = setVariables(env);
   const publicBaseUrl = (env.PUBLIC_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, '');
   const config: Config = {
     env: mode,
@@ -222,7 +232,8 @@ export function loadConfig(env: Env = process.env): Config {
     sessionSecret: env.SESSION_SECRET || 'development-only-secret-do-not-use-in-production',
     auth: { bcryptCost: int(env, 'BCRYPT_COST', 12) },
     settingDefaults: settingDefaults(env),
-    variablesSet: setVariables(env),
+    variablesSet,
+    social: social(env, variablesSet),
     session: {
       absoluteLifetimeSeconds: int(env, 'SESSION_ABSOLUTE_LIFETIME_SECONDS', 90 * 24 * 3600),
     },

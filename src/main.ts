@@ -3,6 +3,8 @@
 //   node dist/src/main.js worker               run job workers only (no HTTP), to scale them apart
 //   node dist/src/main.js migrate              apply database migrations and exit
 //   node dist/src/main.js grant-operator EMAIL make an existing account an operator
+//   node dist/src/main.js disable-account EMAIL  refuse every sign-in of the account and end its sessions
+//   node dist/src/main.js enable-account EMAIL   undo disable-account
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { createDatabase, migrateLatest, type Db } from './platform/database';
@@ -12,7 +14,10 @@ import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
 import { createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
-import { grantOperator } from './accounts/store';
+import { grantOperator, setDisabled } from './accounts/store';
+import { revokeOtherSessions } from './sessions/store';
+import { endUserChallenges } from './mfa/store';
+import { insertAuditEvent } from './audit/store';
 import type { AppContext } from './app-context';
 
 /**
@@ -137,6 +142,28 @@ async function withDatabase<T>(config: Config, logger: Logger, fn: (owner: Db) =
   }
 }
 
+/**
+ * disable-account / enable-account, in one transaction: the flag (every sign-in then answers 403
+ * `account_disabled`), and on disabling the end of the account's sessions and of the sign-ins
+ * waiting for a second factor, with `auth.account.disabled` / `auth.account.enabled`.
+ */
+async function setAccountDisabled(db: Db, email: string, disabled: boolean): Promise<{ userId: string; sessionsRevoked: number } | null> {
+  return db.transaction(async (trx) => {
+    const now = new Date();
+    const userId = await setDisabled(trx, email, disabled, now);
+    if (!userId) return null;
+    const sessionsRevoked = disabled ? await revokeOtherSessions(trx, userId, null, now) : 0;
+    if (disabled) await endUserChallenges(trx, userId, now);
+    await insertAuditEvent(trx, {
+      action: disabled ? 'auth.account.disabled' : 'auth.account.enabled',
+      actor: { kind: 'operator', id: null },
+      target: { kind: 'user', id: userId },
+      data: { via: 'command_line', sessions_revoked: sessionsRevoked },
+    });
+    return { userId, sessionsRevoked };
+  });
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command = 'serve', ...args] = argv;
   const config = loadConfig();
@@ -157,8 +184,18 @@ async function main(argv: string[]): Promise<void> {
       logger.info('operator granted', { email });
       return;
     }
+    case 'disable-account':
+    case 'enable-account': {
+      const email = args[0];
+      if (!email) throw new ConfigError(`usage: ${command} <email>`);
+      const disabled = command === 'disable-account';
+      const result = await withDatabase(config, logger, (db) => setAccountDisabled(db, email, disabled));
+      if (!result) throw new ConfigError(`No account with the email ${email}.`);
+      logger.info(disabled ? 'account disabled' : 'account enabled', { email, ...result });
+      return;
+    }
     default:
-      throw new ConfigError(`Unknown command "${command}". Commands: serve, worker, migrate, grant-operator <email>.`);
+      throw new ConfigError(`Unknown command "${command}". Commands: serve, worker, migrate, grant-operator <email>, disable-account <email>, enable-account <email>.`);
   }
 }
 

@@ -35,6 +35,7 @@ import { MfaService } from './mfa/service';
 import { PasskeyService } from './passkeys/service';
 import { SettingsService } from './settings/service';
 import { RetentionService } from './retention/service';
+import { SocialService } from './social/service';
 import { setTenantContext, type TenantContext } from './platform/tenant-context';
 
 /** A database handle: the pool, or one open transaction. */
@@ -207,6 +208,10 @@ export class Services {
 
   get runtimeSettings(): SettingsService {
     return this.once('runtimeSettings', () => new SettingsService(this));
+  }
+
+  get social(): SocialService {
+    return this.once('social', () => new SocialService(this));
   }
 
   get retention(): RetentionService {

@@ -186,7 +186,7 @@ async function main(): Promise<void> {
     const express = await startBare('bare Express 5', 'bare-express.ts');
     const bare = await startBare('bare node:http', 'bare-node.ts');
 
-    // What the endpoints answer right now (login and getMe may still be pending: 501).
+    // What the endpoints answer before the load (a non-200 is reported beside the numbers).
     const loginBody = JSON.stringify({ email, password: PASSWORD, transport: 'bearer' });
     const meStatus = (await fetch(`${ours.url}/v1/auth/me`, { headers: { Authorization: `Bearer ${token}` } })).status;
     const loginProbe = await fetch(`${oursLogin.url}/v1/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: loginBody });
@@ -217,8 +217,6 @@ async function main(): Promise<void> {
       // Login and bcrypt use the thread pool on every core: neither is pinned.
       login: target('ours            POST /v1/auth/login', oursLogin, '/v1/auth/login', { method: 'POST', body: loginBody, connections: opts.loginConnections, cpu: null }),
     };
-    const measureLogin = loginStatus !== 501;
-    if (!measureLogin) console.log('ours POST /v1/auth/login: skipped — it answers 501 not_implemented (login is not implemented yet)\n');
 
     // Database round trips: sequential requests, counted by pg_stat_database (the scratch database is ours alone).
     const CHECK_N = 200;
@@ -230,7 +228,7 @@ async function main(): Promise<void> {
     const pingXacts = await transactionsPerRequest(t.ping.url, {}, CHECK_N, dbXacts);
     console.log(`    GET /v1/ping ${pingXacts.toFixed(3)}, GET /v1/auth/me ${meXacts.toFixed(3)}\n`);
 
-    const order = [t.node, t.express, t.ping, t.me, ...(measureLogin ? [t.login] : [])];
+    const order = [t.node, t.express, t.ping, t.me, t.login];
     if (opts.warmup > 0) {
       console.log(`warm-up: ${opts.warmup} s each`);
       for (const target of order) await runWrk(target, opts.warmup);
@@ -255,7 +253,7 @@ async function main(): Promise<void> {
       const ex = got.get(t.express)!.rps;
       roundRatios.ping.push(got.get(t.ping)!.rps / ex);
       roundRatios.me.push(got.get(t.me)!.rps / ex);
-      if (measureLogin) roundRatios.login.push(got.get(t.login)!.rps / b.ops_per_s);
+      roundRatios.login.push(got.get(t.login)!.rps / b.ops_per_s);
     }
 
     // -----------------------------------------------------------------------------------------
@@ -264,14 +262,14 @@ async function main(): Promise<void> {
       express: medianRow(rows.get(t.express)!),
       ping: medianRow(rows.get(t.ping)!),
       me: medianRow(rows.get(t.me)!),
-      login: measureLogin ? medianRow(rows.get(t.login)!) : null,
+      login: medianRow(rows.get(t.login)!),
     };
     const bcrypt = medianBy(bcryptRuns, (b) => b.ops_per_s);
     const pingRatio = median(roundRatios.ping);
     const meRatio = median(roundRatios.me);
-    const loginRatio = measureLogin ? median(roundRatios.login) : null;
+    const loginRatio = median(roundRatios.login);
     const nodeRatio = median(rows.get(t.node)!.map((row, i) => row.rps / rows.get(t.express)![i]!.rps));
-    const meNote = meStatus === 200 ? '' : ` — answered ${meStatus}${meStatus === 501 ? ' (getMe not implemented yet: authentication only)' : ''}`;
+    const meNote = meStatus === 200 ? '' : ` — answered ${meStatus}`;
     const loginNote = loginStatus === 200 ? '' : ` — answered ${loginStatus}`;
 
     const header = `${'target'.padEnd(36)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(10)}  ratio (median of the rounds' ratios)`;
@@ -282,10 +280,9 @@ async function main(): Promise<void> {
     console.log(line(r.express.label, r.express.rps, r.express.p50ms, r.express.p99ms, '1.00 (the ceiling)', r.express.cpuUs));
     console.log(line(r.ping.label, r.ping.rps, r.ping.p50ms, r.ping.p99ms, `${pingRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.pingVsExpress})`, r.ping.cpuUs));
     console.log(line(r.me.label, r.me.rps, r.me.p50ms, r.me.p99ms, `${meRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.meVsExpressPing})${meNote}`, r.me.cpuUs));
-    if (r.login) console.log(line(r.login.label, r.login.rps, r.login.p50ms, r.login.p99ms, `${loginRatio!.toFixed(2)} of bare bcrypt        (aim ≥ ${AIMS.loginVsBcrypt})${loginNote}`, r.login.cpuUs));
-    else console.log(`${t.login.label.padEnd(36)} ${'—'.padStart(9)} ${'—'.padStart(8)} ${'—'.padStart(8)}  skipped (501 not_implemented)`);
+    console.log(line(r.login.label, r.login.rps, r.login.p50ms, r.login.p99ms, `${loginRatio.toFixed(2)} of bare bcrypt        (aim ≥ ${AIMS.loginVsBcrypt})${loginNote}`, r.login.cpuUs));
     console.log(line(`bare bcrypt.compare (cost ${BCRYPT_COST})`, bcrypt.ops_per_s, bcrypt.p50_ms, bcrypt.p99_ms, 'ops/s: the login ceiling'));
-    for (const row of Object.values(r)) if (row && row.errors > 0) console.log(`WARNING: ${row.label}: ${row.errors} socket errors or non-2xx answers over the rounds`);
+    for (const row of Object.values(r)) if (row.errors > 0) console.log(`WARNING: ${row.label}: ${row.errors} socket errors or non-2xx answers over the rounds`);
 
     const cpuMedian = (k: Target) => median(rows.get(k)!.map((row) => row.cpuUs));
     console.log(
@@ -299,13 +296,9 @@ async function main(): Promise<void> {
     console.log(
       `  /v1/auth/me ≥ ${AIMS.meVsExpressPing * 100}% of bare Express ping: ${(meRatio * 100).toFixed(0)}% → ${verdict(meRatio >= AIMS.meVsExpressPing)}` +
         `; exactly one database round trip: ${meXacts.toFixed(2)} transactions/request → ${verdict(Math.abs(meXacts - 1) < 0.02)}` +
-        (meStatus === 200 ? '' : ` (getMe answered ${meStatus}: not the real operation yet)`),
+        (meStatus === 200 ? '' : ` (getMe answered ${meStatus})`),
     );
-    console.log(
-      loginRatio === null
-        ? '  login within 10% of bare bcrypt:            not measured (login answers 501)'
-        : `  login within 10% of bare bcrypt:            ${(loginRatio * 100).toFixed(0)}% → ${verdict(loginRatio >= AIMS.loginVsBcrypt)}${loginNote}`,
-    );
+    console.log(`  login within 10% of bare bcrypt:            ${(loginRatio * 100).toFixed(0)}% → ${verdict(loginRatio >= AIMS.loginVsBcrypt)}${loginNote}`);
     if (loadNow > cpus) console.log(`  note: load average ${loadNow.toFixed(1)} on ${cpus} CPUs — other processes competed for the CPU; rerun on a quiet machine for absolute numbers (the ratios are per round, so less affected)`);
 
     if (opts.profile) {
@@ -313,7 +306,7 @@ async function main(): Promise<void> {
         { label: 'GET /v1/ping', path: '/v1/ping', extra: {}, pinned: true },
         { label: 'GET /v1/auth/me', path: '/v1/auth/me', extra: { auth: `Bearer ${token}` }, pinned: true },
         // Like the measurement: unpinned, with bcrypt on libuv's threads (their CPU is not in this profile).
-        ...(measureLogin ? [{ label: 'POST /v1/auth/login', path: '/v1/auth/login', extra: { method: 'POST' as const, body: loginBody, connections: opts.loginConnections, cpu: null }, pinned: false }] : []),
+        { label: 'POST /v1/auth/login', path: '/v1/auth/login', extra: { method: 'POST' as const, body: loginBody, connections: opts.loginConnections, cpu: null }, pinned: false },
       ];
       for (const { label, path: p, extra, pinned } of profiles) {
         await profileService({

@@ -13,6 +13,7 @@ import * as runtimeSettings from './20261125000000_runtime_settings';
 import * as jobRunCounters from './20261125010000_job_run_counters';
 import * as auditReads from './20261125020000_audit_reads';
 import * as releasesAndInstances from './20261125030000_releases_and_instances';
+import * as socialSignIn from './20261126000000_social_sign_in';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
@@ -26,6 +27,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125010000_job_run_counters': jobRunCounters,
   '20261125020000_audit_reads': auditReads,
   '20261125030000_releases_and_instances': releasesAndInstances,
+  '20261126000000_social_sign_in': socialSignIn,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -4,6 +4,7 @@ import { defineErrors } from '../errors';
 export const accountErrors = defineErrors('accounts', {
   invalidCredentials: { code: 'invalid_credentials', status: 401, detail: 'The email or password is wrong.' },
   invalidCode: { code: 'invalid_code', status: 401, detail: 'The code is wrong or has expired.' },
+  accountDisabled: { code: 'account_disabled', status: 403, detail: 'This account is disabled. Contact the service operator.' },
   registrationClosed: { code: 'registration_closed', status: 403, detail: 'Registration is closed.' },
   emailTaken: { code: 'email_taken', status: 409, detail: 'An account with this email already exists.' },
   alreadyVerified: { code: 'already_verified', status: 409, detail: 'Your email address is already verified.' },

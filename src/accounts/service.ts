@@ -66,7 +66,7 @@ export class AccountService {
     const email = store.normaliseEmail(input.email);
     const passwordHash = await this.s.passwords.hash(input.password);
     return this.s.transaction(async (tx) => {
-      const user = await store.createPasswordUser(tx.db, { email, name: input.name ?? null, passwordHash, now: tx.now() });
+      const user = await store.createUser(tx.db, { email, name: input.name ?? null, passwordHash, now: tx.now() });
       if (!user) throw accountErrors.emailTaken();
       const actor = userActor(user.id);
       await tx.emailVerification.queueCode(user, { actor, meta });
@@ -109,6 +109,21 @@ export class AccountService {
     return this.s.mfa.signIn(user, { firstFactor: 'password', transport: input.transport ?? 'cookie' }, meta, async (tx) => {
       if (rehashed) await store.replacePasswordHash(tx.db, user.id, user.passwordHash!, rehashed);
     });
+  }
+
+  /** Locks the user's row (for the rest of the transaction) and counts the ways they can sign in; null when gone. */
+  lockSignInMethods(userId: string): Promise<store.SignInMethods | null> {
+    return store.lockSignInMethods(this.s.db, userId);
+  }
+
+  /** The account with this (normalised) email, or null. */
+  findUserByEmail(email: string): Promise<store.UserRow | null> {
+    return store.findUserByEmail(this.s.db, email);
+  }
+
+  /** A new account from a social sign-in, without password; null when the email has an account. */
+  createSocialUser(input: { email: string; name: string | null; emailVerified: boolean }): Promise<store.UserRow | null> {
+    return store.createUser(this.s.db, { ...input, now: this.s.now() });
   }
 
   /** The account's row, or null when it is gone. */

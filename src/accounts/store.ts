@@ -39,12 +39,14 @@ export interface UserRow {
   name: string | null;
   emailVerified: boolean;
   operator: boolean;
+  /** An operator disabled the account: no way of signing in works. */
+  disabled: boolean;
   passwordHash: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
 
-const USER_COLUMNS = ['id', 'email', 'name', 'email_verified_at', 'is_operator', 'password_hash', 'created_at', 'updated_at'];
+const USER_COLUMNS = ['id', 'email', 'name', 'email_verified_at', 'is_operator', 'disabled_at', 'password_hash', 'created_at', 'updated_at'];
 
 function toUserRow(r: any): UserRow {
   return {
@@ -53,6 +55,7 @@ function toUserRow(r: any): UserRow {
     name: r.name,
     emailVerified: r.email_verified_at !== null,
     operator: r.is_operator,
+    disabled: r.disabled_at !== null,
     passwordHash: r.password_hash,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
@@ -74,19 +77,21 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
 const FIND_USER_BY_EMAIL = prepared('users.find_by_email', `select ${USER_COLUMNS.join(', ')} from users where email = $1`);
 
 /**
- * Creates a password account; null when the (normalised) email already has one. Uses the unique
- * index, so two concurrent registrations of one address cannot both succeed.
+ * Creates an account: with a password (registration), or without one and with the email verified
+ * when the provider says so (social sign-up). Null when the (normalised) email already has an
+ * account: the unique index decides, so two concurrent sign-ups of one address cannot both succeed.
  */
-export async function createPasswordUser(
+export async function createUser(
   db: Db,
-  input: { email: string; name: string | null; passwordHash: string; now: Date },
+  input: { email: string; name: string | null; passwordHash?: string | null; emailVerified?: boolean; now: Date },
 ): Promise<UserRow | null> {
   const rows = await db('users')
     .insert({
       id: newId('usr'),
       email: normaliseEmail(input.email),
       name: input.name,
-      password_hash: input.passwordHash,
+      password_hash: input.passwordHash ?? null,
+      email_verified_at: input.emailVerified ? input.now : null,
       created_at: input.now,
       updated_at: input.now,
     })
@@ -94,6 +99,15 @@ export async function createPasswordUser(
     .ignore()
     .returning(USER_COLUMNS);
   return rows[0] ? toUserRow(rows[0]) : null;
+}
+
+/** Disables or enables an account by email; the user's id, or null when no account has it. */
+export async function setDisabled(db: Db, email: string, disabled: boolean, now: Date): Promise<string | null> {
+  const [row] = await db('users')
+    .where({ email: normaliseEmail(email) })
+    .update({ disabled_at: disabled ? db.raw('coalesce(disabled_at, ?)', [now]) : null, updated_at: now })
+    .returning('id');
+  return row?.id ?? null;
 }
 
 /**
@@ -105,6 +119,29 @@ export async function replacePasswordHash(db: Db, userId: string, oldHash: strin
     .where({ id: userId, password_hash: oldHash })
     .update({ password_hash: newHash, ...(changedAt ? { updated_at: changedAt } : {}) });
   return n > 0;
+}
+
+/** The ways the user can sign in. */
+export interface SignInMethods {
+  password: boolean;
+  passkeys: number;
+  identities: number;
+}
+
+/**
+ * Locks the user's row and counts the ways they can sign in, so two concurrent removals (a passkey
+ * and an identity, say) cannot together remove the last one. Null when the user is gone.
+ */
+export async function lockSignInMethods(db: Db, userId: string): Promise<SignInMethods | null> {
+  const row = await db('users')
+    .where({ id: userId })
+    .forUpdate()
+    .first(
+      db.raw('password_hash is not null as password'),
+      db.raw('(select count(*) from passkeys p where p.user_id = users.id)::int as passkeys'),
+      db.raw('(select count(*) from identities i where i.user_id = users.id)::int as identities'),
+    );
+  return row ? { password: row.password, passkeys: row.passkeys, identities: row.identities } : null;
 }
 
 /** Locks the user's row for the rest of the transaction; null when it is gone. */

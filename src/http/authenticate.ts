@@ -10,9 +10,12 @@ import { problems } from './problem';
 /** Falsy (no credential / not valid) or the caller; `error` when the lookup itself failed. */
 export type AuthResult = { caller: Caller } | { error: unknown } | null;
 
-export function sessionCookieName(config: Config): string {
-  return config.publicBaseUrl.startsWith('https:') ? '__Host-session' : 'session';
+/** `__Host-<name>` (bound to this host, Secure, Path=/) when the public base URL is https, else `<name>`. */
+export function hostCookieName(config: Config, name: string): string {
+  return config.publicBaseUrl.startsWith('https:') ? `__Host-${name}` : name;
 }
+
+export const sessionCookieName = (config: Config) => hostCookieName(config, 'session');
 
 async function resolve(app: AppContext, token: string | undefined, transport: Caller['transport']): Promise<AuthResult> {
   if (!token) return null;
@@ -31,14 +34,18 @@ export function authenticateBearer(app: AppContext, req: Request): Promise<AuthR
   return resolve(app, token, 'bearer');
 }
 
-// Cookies are parsed only for operations that accept the session cookie.
+// Cookies are parsed only for the operations that read one, on first use.
 const parseCookies = cookieParser();
 
-export function authenticateCookie(app: AppContext, req: Request): Promise<AuthResult> {
-  if (!req.headers.cookie) return Promise.resolve(null);
+/** The request's cookie of that name, if it sent one. */
+export function readCookie(req: Request, name: string): string | undefined {
+  if (!req.headers.cookie) return undefined;
   if (!req.cookies) parseCookies(req, {} as never, () => undefined); // synchronous
-  const token = (req.cookies as Record<string, string> | undefined)?.[sessionCookieName(app.config)];
-  return resolve(app, token, 'cookie');
+  return (req.cookies as Record<string, string> | undefined)?.[name];
+}
+
+export function authenticateCookie(app: AppContext, req: Request): Promise<AuthResult> {
+  return resolve(app, readCookie(req, sessionCookieName(app.config)), 'cookie');
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -40,7 +40,6 @@ const httpErrors = defineErrors('http', {
   malformedBody: { code: 'malformed_body', status: 400, detail: 'The request body is not valid JSON.' },
   methodNotAllowed: { code: 'method_not_allowed', status: 405, detail: 'This path does not accept this method.' },
   payloadTooLarge: { code: 'payload_too_large', status: 413, detail: 'The request body is larger than 1 MiB.' },
-  notImplemented: { code: 'not_implemented', status: 501, detail: 'This operation is not implemented yet.' },
   internal: { code: 'internal', status: 500, detail: 'Something went wrong. Quote the request id when reporting it.' },
 });
 
@@ -52,7 +51,6 @@ export const problems = {
   methodNotAllowed: (allow: string[]) => httpErrors.methodNotAllowed(`This path accepts ${allow.join(', ')}.`, { headers: { Allow: allow.join(', ') } }),
   payloadTooLarge: () => httpErrors.payloadTooLarge(),
   validation: (errors: ValidationIssue[]) => commonErrors.validation(undefined, { errors }),
-  notImplemented: () => httpErrors.notImplemented(),
   unavailable: (detail?: string, retryAfter = 5) => commonErrors.unavailable(detail, { headers: { 'Retry-After': String(retryAfter) } }),
   internal: () => httpErrors.internal(),
 };

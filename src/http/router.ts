@@ -50,7 +50,7 @@ const MAINTENANCE_RETRY_AFTER_SECONDS = 60;
 interface Route {
   info: OperationInfo;
   operation: Operation;
-  handler: ((ctx: HandlerContext<any>) => any) | null;
+  handler: (ctx: HandlerContext<any>) => any;
   /** Every scheme named by the requirements, bearer first (it wins when a request carries both). */
   schemes: SchemeName[];
   dependencyFree: boolean;
@@ -101,7 +101,7 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
     return {
       info,
       operation,
-      handler: (handlers[info.operationId as keyof HandlerMap] as Route['handler'] | undefined) ?? null,
+      handler: handlerFor(handlers, info.operationId),
       schemes: (['bearerAuth', 'sessionCookie'] as const).filter((s) => named.has(s)),
       dependencyFree: info.tags.some((t) => DEPENDENCY_FREE_TAGS.has(t)),
       maintenanceGated: info.path.startsWith('/v1/') && !['get', 'head'].includes(operation.method.toLowerCase()),
@@ -150,7 +150,6 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         params = (validation.coerced?.params as Record<string, unknown> | undefined) ?? params;
         query = (validation.coerced?.query as Record<string, unknown> | undefined) ?? query;
       }
-      if (!route.handler) throw problems.notImplemented();
       const reply = await route.handler({
         app,
         body: req.body,
@@ -227,6 +226,13 @@ function validateBodyOnly(route: Route, req: Request): ErrorObject[] {
   const errors: ErrorObject[] = [];
   for (const validate of route.validators) if (!validate(input)) errors.push(...(validate.errors ?? []));
   return errors;
+}
+
+/** Every operation of the contract has its handler: a missing one fails start-up, not a request. */
+function handlerFor(handlers: HandlerMap, operationId: string): Route['handler'] {
+  const handler = handlers[operationId as keyof HandlerMap] as Route['handler'] | undefined;
+  if (!handler) throw new Error(`${operationId} is in the contract but has no handler (handlers/index.ts)`);
+  return handler;
 }
 
 function parserFor(type: string, operationId: string): express.RequestHandler {
@@ -346,7 +352,7 @@ function sharedAjv(opts: object): Ajv2020 {
   return ajv;
 }
 
-function writeReply(res: Response, reply: { status: number; body?: unknown; headers?: Record<string, string> }) {
+function writeReply(res: Response, reply: { status: number; body?: unknown; headers?: Record<string, string | string[]> }) {
   if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name]!);
   res.statusCode = reply.status;
   if (reply.body === undefined || reply.status === 204 || reply.status === 302) res.end();

@@ -1,5 +1,5 @@
-// Second factors at sign-in (DESIGN 2): every way of signing in ends its first factor (password
-// now, a social provider later) in `signIn`, which answers a session, or, when the user has a
+// Second factors at sign-in (DESIGN 2): every way of signing in ends its first factor (password,
+// a social provider) in `signIn`, which answers a session, or, when the user has a
 // second factor, a challenge: single use, 5 minutes, 5 tries, finished by a TOTP code, a recovery
 // code or a passkey. Also the state of a user's factors and the recovery-code regeneration.
 import { randomBytes } from 'node:crypto';
@@ -53,16 +53,19 @@ export class MfaService {
   }
 
   /**
-   * The end of every first factor. Without a second factor: a session, with
-   * `auth.login.succeeded`. With one: a challenge, with `auth.login.mfa_required`, and no session.
-   * `alsoInTransaction` runs in the same transaction (e.g. a password rehash).
+   * The end of every first factor. A disabled account: 403 `account_disabled`. Without a second
+   * factor: a session, with `auth.login.succeeded`. With one: a challenge, with
+   * `auth.login.mfa_required`, and no session. `identityId` (a social sign-in) is kept with the
+   * session, so the provider can withdraw it. `alsoInTransaction` runs in the same transaction
+   * (e.g. a password rehash).
    */
   async signIn(
     user: UserRow,
-    input: { firstFactor: string; transport: Transport; data?: Record<string, unknown> },
+    input: { firstFactor: string; transport: Transport; identityId?: string; data?: Record<string, unknown> },
     meta: RequestMeta,
     alsoInTransaction?: (tx: Services) => Promise<void>,
   ): Promise<SignInOutcome> {
+    if (user.disabled) throw accountErrors.accountDisabled();
     const state = await store.mfaState(this.s.db, user.id);
     const summary = mfaSummary(state);
     const actor = { kind: 'user' as const, id: user.id };
@@ -73,12 +76,12 @@ export class MfaService {
         const id = `chl_${ulid()}`;
         const now = tx.now();
         const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_MS);
-        await store.insertChallenge(tx.db, { id, tokenHash: hashToken(token), userId: user.id, firstFactor: input.firstFactor, transport: input.transport, now, expiresAt });
+        await store.insertChallenge(tx.db, { id, tokenHash: hashToken(token), userId: user.id, firstFactor: input.firstFactor, transport: input.transport, identityId: input.identityId ?? null, now, expiresAt });
         const methods = methodsOf(state);
         await tx.audit.record({ action: 'auth.login.mfa_required', actor, target: { kind: 'user', id: user.id }, data: { method: input.firstFactor, methods, ...input.data }, meta });
         return { kind: 'challenge', challenge: { token, methods, expiresAt } };
       }
-      const session = await tx.sessions.start({ userId: user.id, transport: input.transport, ip: meta.ip, userAgent: meta.userAgent });
+      const session = await tx.sessions.start({ userId: user.id, transport: input.transport, ip: meta.ip, userAgent: meta.userAgent, identityId: input.identityId });
       await tx.audit.record({
         action: 'auth.login.succeeded',
         actor,
@@ -133,7 +136,7 @@ export class MfaService {
       }
       await store.endChallenge(tx.db, challenge.id, tx.now());
       const transport = input.transport ?? challenge.transport;
-      const session = await tx.sessions.start({ userId, transport, ip: meta.ip, userAgent: meta.userAgent });
+      const session = await tx.sessions.start({ userId, transport, ip: meta.ip, userAgent: meta.userAgent, identityId: challenge.identityId });
       const state = await store.mfaState(tx.db, userId);
       if (method === 'recovery_code') {
         await tx.audit.record({

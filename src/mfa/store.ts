@@ -118,19 +118,22 @@ export interface ChallengeRow {
   userId: string;
   firstFactor: string;
   transport: 'cookie' | 'bearer';
+  /** The social identity of the first factor, carried to the session. */
+  identityId: string | null;
   failedAttempts: number;
   expiresAt: Date;
 }
 
 function toChallengeRow(r: any): ChallengeRow {
-  return { id: r.id, userId: r.user_id, firstFactor: r.first_factor, transport: r.transport, failedAttempts: r.failed_attempts, expiresAt: r.expires_at };
+  return { id: r.id, userId: r.user_id, firstFactor: r.first_factor, transport: r.transport, identityId: r.identity_id, failedAttempts: r.failed_attempts, expiresAt: r.expires_at };
 }
 
 export async function insertChallenge(
   db: Db,
-  input: { id: string; tokenHash: Buffer; userId: string; firstFactor: string; transport: string; now: Date; expiresAt: Date },
+  input: { id: string; tokenHash: Buffer; userId: string; firstFactor: string; transport: string; identityId: string | null; now: Date; expiresAt: Date },
 ): Promise<void> {
   await db('mfa_challenges').insert({
+    identity_id: input.identityId,
     id: input.id,
     token_hash: input.tokenHash,
     user_id: input.userId,
@@ -147,6 +150,11 @@ export async function findLiveChallenge(db: Db, tokenHash: Buffer, now: Date, ma
   if (opts.lock) q.forUpdate();
   const row = await q.first();
   return row ? toChallengeRow(row) : null;
+}
+
+/** Ends every open sign-in challenge of the user (the account was disabled); how many. */
+export async function endUserChallenges(db: Db, userId: string, now: Date): Promise<number> {
+  return db('mfa_challenges').where({ user_id: userId }).whereNull('ended_at').update({ ended_at: now });
 }
 
 /** Counts a wrong factor; the challenge ends with the `maxFailures`th. The failures so far. */

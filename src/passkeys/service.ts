@@ -191,6 +191,7 @@ export class PasskeyService {
     return this.s.transaction(async (tx) => {
       const user = await tx.accounts.findUser(userId);
       if (!user) throw accountErrors.invalidCredentials('The passkey could not be verified. Start again.');
+      if (user.disabled) throw accountErrors.accountDisabled();
       const session = await tx.sessions.start({ userId, transport: input.transport, ip: meta.ip, userAgent: meta.userAgent });
       await tx.audit.record({
         action: 'auth.login.succeeded',
@@ -303,11 +304,10 @@ export class PasskeyService {
     if (!(await store.findOwnPasskey(this.s.db, userId, id))) throw commonErrors.notFound('No such passkey.');
     const method: ProofMethod = await this.s.accounts.verifyFreshProof({ userId, proof, operation: 'deletePasskey' }, meta);
     await this.s.transaction(async (tx) => {
-      const owner = await store.lockOwner(tx.db, userId);
-      if (!owner) throw commonErrors.unauthenticated();
+      const methods = await tx.accounts.lockSignInMethods(userId);
+      if (!methods) throw commonErrors.unauthenticated();
       const state = await tx.mfa.state(userId);
-      // Social identities (linked sign-in methods) arrive with the social sign-in issue, which adds them here.
-      if (!owner.hasPassword && state.passkeys <= 1) throw passkeyErrors.lastSignInMethod();
+      if (!methods.password && methods.identities === 0 && state.passkeys <= 1) throw passkeyErrors.lastSignInMethod();
       if (!(await store.deletePasskey(tx.db, userId, id))) throw commonErrors.notFound('No such passkey.');
       const secondFactorOff = state.passkeys - 1 === 0 && !state.totp;
       if (secondFactorOff) await tx.recoveryCodes.deleteAll(userId);

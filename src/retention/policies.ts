@@ -32,9 +32,11 @@ export const RETENTION_POLICIES: RetentionPolicy[] = [
   },
   {
     name: 'expired_codes',
-    appliesTo: 'Email verification and password reset codes, sign-in challenges and passkey ceremonies used or expired longer than `keep` ago.',
+    appliesTo:
+      'Email verification and password reset codes, sign-in challenges, passkey ceremonies, social sign-in states and nonces used or expired, and provider notification ids received, longer than `keep` ago.',
     setting: 'retention.expired_codes',
-    enforce: async (s, before) => (await s.codes.pruneDead(before)) + (await s.mfa.pruneExpired(before)) + (await s.passkeys.pruneExpiredCeremonies(before)),
+    enforce: async (s, before) =>
+      (await s.codes.pruneDead(before)) + (await s.mfa.pruneExpired(before)) + (await s.passkeys.pruneExpiredCeremonies(before)) + (await s.social.pruneExpired(before)),
   },
   {
     name: 'expired_sessions',

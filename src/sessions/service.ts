@@ -22,7 +22,7 @@ export class SessionService {
   }
 
   /** A new session for the user (the caller writes the sign-in's audit event in the same transaction). */
-  start(input: { userId: string; transport: Transport; ip?: string | null; userAgent?: string | null }): Promise<NewSession> {
+  start(input: { userId: string; transport: Transport; ip?: string | null; userAgent?: string | null; identityId?: string | null }): Promise<NewSession> {
     return store.createSession(this.s.db, input, this.policy, this.s.now());
   }
 
@@ -75,12 +75,16 @@ export class SessionService {
     });
   }
 
+  /** Revokes every live session signed in with a social identity (the provider withdrew it); how many. */
+  revokeSignedInWith(identityId: string): Promise<number> {
+    return store.revokeIdentitySessions(this.s.db, identityId, this.s.now());
+  }
+
   /** Revokes every live session of the user but `keepId` (none kept when null); how many. */
   revokeAllOf(userId: string, keepId: string | null): Promise<number> {
     return store.revokeOtherSessions(this.s.db, userId, keepId, this.s.now());
   }
 
-  /** Retention: deletes sessions that expired or were revoked more than a week ago. */
   /** Deletes sessions that expired or were revoked before `before` (kept till then so what the owner saw stays explainable). */
   pruneEnded(before: Date): Promise<number> {
     return store.deleteDeadSessions(this.s.db, before, 1_000);

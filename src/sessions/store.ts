@@ -90,20 +90,20 @@ export interface NewSession {
 
 const INSERT_SESSION = prepared(
   'sessions.insert',
-  `insert into sessions (id, user_id, token_hash, transport, created_at, last_seen_at, expires_at, ip, user_agent)
-   values ($1, $2, $3, $4, $5, $5, $6, $7, $8)`,
+  `insert into sessions (id, user_id, token_hash, transport, created_at, last_seen_at, expires_at, ip, user_agent, identity_id)
+   values ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9)`,
 );
 
 export async function createSession(
   db: Db | Knex.Transaction,
-  input: { userId: string; transport: 'cookie' | 'bearer'; ip?: string | null; userAgent?: string | null },
+  input: { userId: string; transport: 'cookie' | 'bearer'; ip?: string | null; userAgent?: string | null; identityId?: string | null },
   policy: Pick<SessionPolicy, 'absoluteLifetimeSeconds'>,
   now = new Date(),
 ): Promise<NewSession> {
   const token = newSessionToken();
   const id = newId('ses');
   const expiresAt = new Date(now.getTime() + policy.absoluteLifetimeSeconds * 1000);
-  await runPrepared(db, INSERT_SESSION, [id, input.userId, hashToken(token), input.transport, now, expiresAt, input.ip ?? null, input.userAgent?.slice(0, 512) ?? null]);
+  await runPrepared(db, INSERT_SESSION, [id, input.userId, hashToken(token), input.transport, now, expiresAt, input.ip ?? null, input.userAgent?.slice(0, 512) ?? null, input.identityId ?? null]);
   return { id, token, expiresAt };
 }
 
@@ -146,6 +146,11 @@ export async function revokeOtherSessions(db: Db | Knex.Transaction, userId: str
   const q = db('sessions').where({ user_id: userId }).whereNull('revoked_at').where('expires_at', '>', now);
   if (keepId) q.whereNot('id', keepId);
   return q.update({ revoked_at: now });
+}
+
+/** Revokes every live session signed in with the identity; how many. */
+export async function revokeIdentitySessions(db: Db | Knex.Transaction, identityId: string, now: Date): Promise<number> {
+  return db('sessions').where({ identity_id: identityId }).whereNull('revoked_at').where('expires_at', '>', now).update({ revoked_at: now });
 }
 
 /**

@@ -24,10 +24,7 @@ function provider(method: Provider, set: Set<KnownVariable>): SignInMethod {
     usedFor: ['sign_in'],
     enabled: missing.length < names.length,
     configured: missing.length === 0,
-    // Sign-in through the providers is not built yet (its operations answer 501), so nobody can
-    // use one now however complete its configuration: `available` says so rather than promising
-    // what `enabled && configured` would.
-    available: false,
+    available: missing.length === 0,
     missing,
   };
 }

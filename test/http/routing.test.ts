@@ -3,7 +3,6 @@
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { exampleRequest } from '../support/examples';
-import { pendingOperations } from '../../handlers';
 import { allowedMethods, compilePathMatcher } from '../../src/http/contract';
 
 let t: TestApp;
@@ -34,16 +33,6 @@ it('routes every operation (no 404/405 from routing)', async () => {
   }
 });
 
-it('answers 501 not_implemented for every pending operation, after auth and validation pass', async () => {
-  for (const op of t.ctx.contract.operations.values()) {
-    if (!pendingOperations(t.ctx.contract.operations.keys()).has(op.operationId)) continue;
-    const req = exampleRequest(t.ctx.contract, op);
-    const res = await send(op.method, req.url, req, op.public ? undefined : operatorAuth);
-    expect({ op: op.operationId, status: res.status, body: res.status === 501 ? null : res.body }).toEqual({ op: op.operationId, status: 501, body: null });
-    expect(res.body).toMatchObject({ code: 'not_implemented', status: 501, title: 'Not Implemented' });
-  }
-});
-
 describe('path precedence (OpenAPI: a literal segment beats a template)', () => {
   it('answers 405 from the literal path, with its Allow, instead of routing to a template', async () => {
     for (const [method, url, allow] of [
@@ -59,7 +48,7 @@ describe('path precedence (OpenAPI: a literal segment beats a template)', () => 
 
   it('still routes to the template when no literal path matches', async () => {
     const res = await t.http.patch('/v1/auth/passkeys/pky_01jd8x4k3m5n6p7q8r9s0t1v2w').set('Authorization', operatorAuth).send({ name: 'Laptop' });
-    expect(res.body.code).toBe(pendingOperations(t.ctx.contract.operations.keys()).has('renamePasskey') ? 'not_implemented' : 'not_found');
+    expect(res.body.code).toBe('not_found');
   });
 
   it('compares templates segment by segment: the first literal wins, trailing slashes ignored', () => {

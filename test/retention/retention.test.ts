@@ -89,3 +89,19 @@ it('follows a period changed after the last run on the next run', async () => {
   expect(await t.ctx.db('audit_events').where({ id: event!.id })).toHaveLength(0);
   expect((await policies()).audit_events.keep).toBe('96h0m0s');
 });
+
+it('expired_codes also prunes social sign-in states and nonces expired, and notification ids received, past the period', async () => {
+  await setting('retention.expired_codes', '24h');
+  const hash = () => Buffer.from(Math.random().toString(36).repeat(4));
+  const state = (expiredDaysAgo: number) =>
+    t.ctx.db('social_states').insert({ state_hash: hash(), binding_hash: hash(), provider: 'provider_a', intent: 'login', redirect_to: 'https://app/x', created_at: ago(expiredDaysAgo + 0.01), expires_at: ago(expiredDaysAgo) }).returning('state_hash');
+  const nonce = (expiredDaysAgo: number) => t.ctx.db('social_nonces').insert({ nonce_hash: hash(), provider: 'provider_b', created_at: ago(expiredDaysAgo + 0.01), expires_at: ago(expiredDaysAgo) }).returning('nonce_hash');
+  const notification = (daysAgo: number) => t.ctx.db('social_notifications').insert({ provider: 'provider_b', jti: `jti-${Math.random()}`, received_at: ago(daysAgo) }).returning('jti');
+  const [[oldState], [keptState], [oldNonce], [keptNonce], [oldNote], [keptNote]] = await Promise.all([state(1.5), state(0.5), nonce(2), nonce(0.2), notification(3), notification(0.5)]);
+
+  await runRetention();
+
+  expect(await t.ctx.db('social_states').whereIn('state_hash', [oldState.state_hash, keptState.state_hash]).pluck('state_hash')).toEqual([keptState.state_hash]);
+  expect(await t.ctx.db('social_nonces').whereIn('nonce_hash', [oldNonce.nonce_hash, keptNonce.nonce_hash]).pluck('nonce_hash')).toEqual([keptNonce.nonce_hash]);
+  expect(await t.ctx.db('social_notifications').whereIn('jti', [oldNote.jti, keptNote.jti]).pluck('jti')).toEqual([keptNote.jti]);
+});

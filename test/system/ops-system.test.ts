@@ -208,14 +208,14 @@ describe('GET /ops/system', () => {
 });
 
 describe('GET /ops/auth/providers', () => {
-  it('lists every method in order, the providers with the names of what they still need and not available yet', async () => {
+  it('lists every method in order, the providers with the names of what they still need; a configured provider is available', async () => {
     const res = await t.http.get('/ops/auth/providers').set('Authorization', operator).expect(200);
     expect(res.body).toEqual({
       items: [
         { method: 'password', used_for: ['sign_in'], enabled: true, configured: true, available: true, missing: [] },
         { method: 'passkey', used_for: ['sign_in', 'second_factor'], enabled: true, configured: true, available: true, missing: [] },
         { method: 'totp', used_for: ['second_factor'], enabled: true, configured: true, available: true, missing: [] },
-        { method: 'provider_a', used_for: ['sign_in'], enabled: true, configured: true, available: false, missing: [] },
+        { method: 'provider_a', used_for: ['sign_in'], enabled: true, configured: true, available: true, missing: [] },
         { method: 'provider_b', used_for: ['sign_in'], enabled: true, configured: false, available: false, missing: ['PROVIDER_B_TEAM_ID', 'PROVIDER_B_KEY_ID'] },
       ],
       next_cursor: null,

@@ -334,6 +334,39 @@ describe('grant-operator', () => {
   });
 });
 
+describe('disable-account and enable-account', () => {
+  it('disable ends the sessions and open sign-ins, writes the audit event; enable undoes the flag', async () => {
+    const env = { NODE_ENV: 'development', DATABASE_URL: databaseUrl(dbName), LOG_LEVEL: 'info' };
+    const userDb = knex({ client: 'pg', connection: databaseUrl(dbName), pool: { min: 0, max: 1 } });
+    try {
+      const id = 'usr_01jd8x4k3m5n6p7q8r9s0t1v3x';
+      await userDb.raw(`insert into users (id, email) values (?, 'disable-me@example.com')`, [id]);
+      await userDb.raw(
+        `insert into sessions (id, user_id, token_hash, transport, expires_at) values ('ses_01jd8x4k3m5n6p7q8r9s0t1v3x', ?, '\\x01', 'bearer', now() + interval '1 day')`,
+        [id],
+      );
+      const unknown = start(['disable-account', 'nobody@example.com'], env);
+      expect((await withTimeout(unknown.exit, 15_000, 'disable-account to exit')).code).toBe(1);
+      expect(unknown.stderr()).toContain('No account with the email nobody@example.com');
+
+      const disabled = start(['disable-account', 'Disable-Me@example.com'], env);
+      expect((await withTimeout(disabled.exit, 15_000, 'disable-account to exit')).code).toBe(0);
+      expect(disabled.logs().find((l) => l.message === 'account disabled')).toMatchObject({ userId: id, sessionsRevoked: 1 });
+      expect((await userDb('users').where({ id }).first()).disabled_at).not.toBeNull();
+      expect((await userDb('sessions').where({ user_id: id }).first()).revoked_at).not.toBeNull();
+      const [event] = await userDb('audit_events').where({ action: 'auth.account.disabled', target_id: id });
+      expect(event).toMatchObject({ actor_kind: 'operator', data: { via: 'command_line', sessions_revoked: 1 } });
+
+      const enabled = start(['enable-account', 'disable-me@example.com'], env);
+      expect((await withTimeout(enabled.exit, 15_000, 'enable-account to exit')).code).toBe(0);
+      expect((await userDb('users').where({ id }).first()).disabled_at).toBeNull();
+      expect(await userDb('audit_events').where({ action: 'auth.account.enabled', target_id: id })).toHaveLength(1);
+    } finally {
+      await userDb.destroy();
+    }
+  });
+});
+
 describe('serve with the database down at start', () => {
   it('stays up, logs the outage, answers health and ping, is not ready, and stops on SIGTERM', async () => {
     const { port, env } = await serveEnv(`postgres://postgres@127.0.0.1:${await freePort()}/none`);

@@ -1,0 +1,8 @@
+import type { Handler } from '../types';
+import { callbackReply } from './callback-reply';
+
+/** provider_a's GET redirect back to us. */
+export const providerACallback: Handler<'providerACallback'> = (ctx) => {
+  const q = ctx.query;
+  return callbackReply(ctx, 'provider_a', { code: q.code, state: q.state, error: q.error, error_description: q.error_description, iss: q.iss });
+};

@@ -1,0 +1,8 @@
+import type { Handler } from '../types';
+import { handleNotification } from '../../src/social/notifications';
+
+/** provider_b's signed server-to-server notification: verified, handled once, audited. */
+export const providerBNotifications: Handler<'providerBNotifications'> = async ({ services, body, meta }) => {
+  await handleNotification(services, body.payload, meta);
+  return { status: 200, body: { received: true } };
+};
