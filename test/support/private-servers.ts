@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
+import { Client } from 'pg';
 import { freePort } from './ports';
 import { waitFor } from './wait';
 
@@ -128,6 +129,24 @@ export class PrivatePostgres extends PrivateServer {
       args: ['-D', path.join(this.dir, 'data'), '-p', String(this.port), '-k', this.dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off'],
       ...(this.user ?? {}),
     };
+  }
+
+  /**
+   * Ready only when a query answers: the port accepts connections while the server is still
+   * starting up (or recovering after a kill), and those get "the database system is starting up".
+   */
+  protected override async acceptsConnections(): Promise<boolean> {
+    const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 1_000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.query('select 1');
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
   }
 
   /** Stops the server and removes its files. */
