@@ -2493,10 +2493,17 @@ export interface components {
          *         "id": "ses_01jd8x4k3m5n6p7q8r9s0t1v2w",
          *         "expires_at": "2026-12-06T02:12:29Z"
          *       },
-         *       "token": "3q2-7wQm3nJ9cJ0yR8w5WZ0m3jv2oU1xvQ2X3c4d5e8"
+         *       "token": "3q2-7wQm3nJ9cJ0yR8w5WZ0m3jv2oU1xvQ2X3c4d5e8",
+         *       "mfa_required": false
          *     }
          */
         LoginSuccess: {
+            /**
+             * @description Always false here; `true` in the 202 `MfaChallenge`. Tells the two answers of a sign-in apart.
+             * @example false
+             * @constant
+             */
+            mfa_required: false;
             user: components["schemas"]["User"];
             session: components["schemas"]["SessionSummary"];
             /**

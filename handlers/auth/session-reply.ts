@@ -47,6 +47,7 @@ export function clearSessionCookie(config: Config): Record<string, string> {
  */
 export function sessionReply(config: Config, issued: IssuedSession, now: Date): { body: LoginSuccess; headers: Record<string, string> } {
   const body: LoginSuccess = {
+    mfa_required: false,
     user: toApiUser(issued.user),
     session: { id: issued.session.id, expires_at: issued.session.expiresAt.toISOString() },
   };
