@@ -1,18 +1,13 @@
 // The one place that turns errors (src/errors.ts) into Problem bodies, and the errors only the HTTP
 // layer raises.
-import { STATUS_CODES } from 'node:http';
 import type { Response } from 'express';
 import { AppError, commonErrors, defineErrors, type ValidationIssue } from '../errors';
 import { unavailableDependency } from '../platform/dependencies';
+import { reasonPhrase } from './reason-phrases';
 
 export { AppError, type ValidationIssue } from '../errors';
 
-export const reasonPhrase = (status: number): string => {
-  // RFC 9110 renamed these two; Node still ships the old phrases.
-  if (status === 413) return 'Content Too Large';
-  if (status === 422) return 'Unprocessable Content';
-  return STATUS_CODES[status] ?? 'Error';
-};
+export { reasonPhrase };
 
 export function problemBody(status: number, code: string, detail: string, requestId: string, extra: AppError['extra'] = {}) {
   return {

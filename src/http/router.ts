@@ -173,8 +173,13 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
     for (const route of all) {
       const path = route.info.path;
       let entry = paths.get(path);
-      if (!entry) paths.set(path, (entry = { routes: new Map(), allow: app.contract.methodsByPath.get(path) ?? [] }));
+      if (!entry) paths.set(path, (entry = { routes: new Map(), allow: withHead(app.contract.methodsByPath.get(path) ?? []) }));
       entry.routes.set(route.info.method.toUpperCase(), route);
+    }
+    // HEAD answers as GET does (RFC 9110 9.3.2); Node sends the headers and drops the body.
+    for (const entry of paths.values()) {
+      const get = entry.routes.get('GET');
+      if (get && !entry.routes.has('HEAD')) entry.routes.set('HEAD', get);
     }
     const matchPath = compilePathMatcher(paths);
     return (method: string, path: string): Route => {
@@ -185,6 +190,11 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       return route;
     };
   }
+}
+
+/** A path's `Allow` list, with HEAD beside GET (every GET operation also answers HEAD). */
+export function withHead(methods: string[]): string[] {
+  return methods.includes('GET') && !methods.includes('HEAD') ? methods.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])) : methods;
 }
 
 /**
@@ -360,7 +370,10 @@ function writeReply(res: Response, reply: { status: number; body?: unknown; head
   else {
     // What res.json does, without its content negotiation and freshness checks (no ETags here).
     if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
-    res.end(JSON.stringify(reply.body));
+    const json = JSON.stringify(reply.body);
+    // Node computes Content-Length itself only when it sends the body: a HEAD would go without.
+    res.setHeader('Content-Length', Buffer.byteLength(json));
+    res.end(json);
   }
 }
 

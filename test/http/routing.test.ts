@@ -39,7 +39,7 @@ describe('path precedence (OpenAPI: a literal segment beats a template)', () => 
       ['patch', '/v1/auth/passkeys/registration', 'POST'],
       ['delete', '/v1/auth/passkeys/login', 'POST'],
       ['get', '/v1/auth/sessions/start', 'DELETE'], // /v1/auth/sessions/{id} beats /v1/auth/{provider}/start
-      ['delete', '/ops/audit/stats', 'GET'],
+      ['delete', '/ops/audit/stats', 'GET, HEAD'],
     ] as const) {
       const res = await (t.http as any)[method](url).set('Authorization', operatorAuth).send({ name: 'x' });
       expect({ method, url, status: res.status, allow: res.headers.allow, code: res.body.code }).toEqual({ method, url, status: 405, allow, code: 'method_not_allowed' });
