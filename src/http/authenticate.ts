@@ -6,8 +6,13 @@ import type { AppContext } from '../app-context';
 import type { Config } from '../config';
 import type { Caller } from '../sessions/service';
 import { problems } from './problem';
+import { commonErrors } from '../errors';
 
-/** Falsy (no credential / not valid) or the caller; `error` when the lookup itself failed. */
+/**
+ * Falsy (no credential / not valid) or the caller; `error` when the request must fail with it:
+ * the lookup itself failed, or a credential the operation never accepts was sent (see
+ * authenticateBearer).
+ */
 export type AuthResult = { caller: Caller } | { error: unknown } | null;
 
 /** `__Host-<name>` (bound to this host, Secure, Path=/) when the public base URL is https, else `<name>`. */
@@ -28,10 +33,26 @@ async function resolve(app: AppContext, token: string | undefined, transport: Ca
   }
 }
 
+/**
+ * The operations under /ops take only a bearer token (their security in the contract). An operator
+ * who signed in with a browser and tries the cookie would get a bare 401 and no idea why.
+ */
+const OPS_PREFIX = '/ops/';
+const OPS_TAKE_BEARER =
+  'Operator endpoints (/ops) take a bearer token, not the session cookie: sign in with POST /v1/auth/login and "transport": "bearer", then send Authorization: Bearer <token>.';
+
 export function authenticateBearer(app: AppContext, req: Request): Promise<AuthResult> {
-  const header = req.headers.authorization;
-  const token = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+  const token = bearerToken(req.headers.authorization);
+  if (token === undefined && req.path.startsWith(OPS_PREFIX) && readCookie(req, sessionCookieName(app.config)) !== undefined) {
+    return Promise.resolve({ error: commonErrors.unauthenticated(OPS_TAKE_BEARER) });
+  }
   return resolve(app, token, 'bearer');
+}
+
+/** The token of `Bearer <token>`; the scheme name is case-insensitive (RFC 9110, 11.1). */
+function bearerToken(header: string | undefined): string | undefined {
+  if (!header || header.length <= 7 || header[6] !== ' ' || header.slice(0, 6).toLowerCase() !== 'bearer') return undefined;
+  return header.slice(7).trim() || undefined;
 }
 
 // Cookies are parsed only for the operations that read one, on first use.

@@ -65,9 +65,49 @@ describe('/ops', () => {
     await t.http.get('/ops/jobs/runs').set('Authorization', op.auth).expect(200);
   });
 
-  it('does not accept the session cookie (bearer only)', async () => {
+  it('does not accept the session cookie (bearer only), and says so in the 401', async () => {
+    // The hint is given by path (src/http/authenticate.ts): it holds while every /ops operation is bearer-only.
+    const ops = [...t.ctx.contract.operations.values()].filter((o) => o.path.startsWith('/ops/'));
+    expect(ops.filter((o) => JSON.stringify(o.security) !== JSON.stringify([{ bearerAuth: ['operator'] }])).map((o) => o.operationId)).toEqual([]);
     const op = await signedInUser(t.ctx, { operator: true, transport: 'cookie' });
-    await t.http.get('/ops/jobs/runs').set('Cookie', `session=${op.token}`).expect(401);
+    const read = await t.http.get('/ops/jobs/runs').set('Cookie', `session=${op.token}`).expect(401);
+    expect(read.body.code).toBe('unauthenticated');
+    expect(read.body.detail).toMatch(/^Operator endpoints \(\/ops\) take a bearer token, not the session cookie/);
+    expect(read.body.detail).toContain('Authorization: Bearer <token>');
+    // An unsafe method too: 401 with the hint, not the CSRF 403 a cookie request would get elsewhere.
+    const write = await t.http.post('/ops/mail/test').set('Cookie', `session=${op.token}`).set('Origin', 'https://app.example.com').send({ to: 'ops@example.com' }).expect(401);
+    expect(write.body).toMatchObject({ code: 'unauthenticated', detail: read.body.detail });
+    // Whatever the cookie holds: the hint is about the kind of credential, not its validity.
+    expect((await t.http.get('/ops/jobs/runs').set('Cookie', 'session=stale').expect(401)).body.detail).toBe(read.body.detail);
+  });
+
+  it('keeps the plain 401 without a cookie, and a bearer token sent with a cookie is used', async () => {
+    const anonymous = await t.http.get('/ops/jobs/runs').expect(401);
+    expect(anonymous.body).toMatchObject({ code: 'unauthenticated', detail: 'Sign in to use this operation.' });
+    const op = await signedInUser(t.ctx, { operator: true });
+    await t.http.get('/ops/jobs/runs').set('Authorization', op.auth).set('Cookie', 'session=whatever').expect(200);
+    // Cookies of other names are not the session.
+    expect((await t.http.get('/ops/jobs/runs').set('Cookie', 'theme=dark').expect(401)).body.detail).toBe('Sign in to use this operation.');
+  });
+});
+
+describe('Authorization scheme name', () => {
+  it('is case-insensitive (RFC 9110): bearer, BEARER and Bearer are the same scheme', async () => {
+    const user = await signedInUser(t.ctx);
+    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+      const res = await t.http.get('/v1/auth/me').set('Authorization', `${scheme} ${user.token}`);
+      expect({ scheme, status: res.status }).toEqual({ scheme, status: 200 });
+    }
+    const op = await signedInUser(t.ctx, { operator: true });
+    await t.http.get('/ops/jobs/runs').set('Authorization', `bearer ${op.token}`).expect(200);
+  });
+
+  it('still needs the scheme, one space and a token', async () => {
+    const user = await signedInUser(t.ctx);
+    for (const header of [user.token, `Bearer${user.token}`, `Basic ${user.token}`, `Bearers ${user.token}`, 'Bearer ', 'bearer    ']) {
+      const res = await t.http.get('/v1/auth/me').set('Authorization', header);
+      expect({ header, status: res.status }).toEqual({ header, status: 401 });
+    }
   });
 });
 
