@@ -2,6 +2,6 @@ import type { Handler } from '../types';
 import { toApiRun } from './mappers';
 
 export const listJobRuns: Handler<'listJobRuns'> = async ({ services, query }) => {
-  const { items, nextCursor } = await services.jobRuns.list({ kind: query.kind, state: query.state, queue: query.queue }, { limit: query.limit, cursor: query.cursor });
+  const { items, nextCursor } = await services.jobRuns.list({ kinds: query.kind, states: query.state, queues: query.queue }, { limit: query.limit, cursor: query.cursor });
   return { status: 200, body: { items: items.map(toApiRun), next_cursor: nextCursor } };
 };

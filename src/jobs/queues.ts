@@ -41,6 +41,11 @@ export class QueuesService {
     return QUEUES.map((name) => ({ name, paused: paused.has(name), counts: counts.get(name)!, concurrency: this.s.platform.jobs.concurrencyOf(name) }));
   }
 
+  /** The recorded flag (Postgres), which every instance's workers follow. */
+  async isPaused(name: string): Promise<boolean> {
+    return (await pausedQueueNames(this.s.db)).has(name);
+  }
+
   pause(name: string, by: By): Promise<QueueView> {
     return this.setPaused(name, true, by);
   }

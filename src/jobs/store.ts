@@ -308,34 +308,60 @@ export async function makeAvailable(db: Db, id: number, now: Date): Promise<JobR
 }
 
 export interface RunFilter {
-  kind?: string;
-  state?: JobState;
-  queue?: string;
+  /** Each filter matches any of its values; the filters combine with AND. Empty or absent: no filter. */
+  kinds?: string[];
+  states?: JobState[];
+  queues?: string[];
   /** Only runs with a smaller id (the cursor of newest-first pages). */
   beforeId?: number;
 }
 
 /**
- * Newest first. A `kind` or `queue` filter without a state reads the waiting and running runs and
- * the finished ones from their own indexes (see the job_runs_indexes migration), in one statement.
+ * Newest first, in one statement. Finished runs are read from partial indexes led by state, kind
+ * or queue (see the job_runs_indexes migration), which give them in id order for ONE value each:
+ * so each such value is its own branch, newest first and limited, and the branches are merged
+ * (PostgreSQL's Merge Append), never sorting every matching row. Waiting and running runs (a
+ * small set) are one branch, through their index on id.
  */
 export async function listRuns(db: Db, filter: RunFilter, limit: number): Promise<JobRun[]> {
-  const select = (states: JobState[] | null) => {
+  const kinds = unique(filter.kinds);
+  const states = unique(filter.states);
+  const queues = unique(filter.queues);
+  const select = (only: { states?: JobState[]; kind?: string; queue?: string } = {}) => {
     const q = db('job_runs').orderBy('id', 'desc').limit(limit);
-    if (states) q.whereIn('state', states);
-    if (filter.kind) q.where('kind', filter.kind);
-    if (filter.state) q.where('state', filter.state);
-    if (filter.queue) q.where('queue', filter.queue);
+    if (only.states) q.whereIn('state', only.states);
+    else if (states.length) q.whereIn('state', states);
+    if (only.kind) q.where('kind', only.kind);
+    else if (kinds.length) q.whereIn('kind', kinds);
+    if (only.queue) q.where('queue', only.queue);
+    else if (queues.length) q.whereIn('queue', queues);
     if (filter.beforeId) q.where('id', '<', filter.beforeId);
     return q;
   };
-  if (filter.state || (!filter.kind && !filter.queue)) return (await select(null)).map(toRun);
-  const { rows } = await db.raw('select * from ((?) union all (?)) as r order by id desc limit ?', [select(LIVE_STATES), select(FINAL_STATES), limit]);
+  let branches: Knex.QueryBuilder[];
+  if (states.length) {
+    const live = states.filter((s) => LIVE_STATES.includes(s));
+    branches = states.filter((s) => FINAL_STATES.includes(s)).map((s) => select({ states: [s] }));
+    if (live.length) branches.push(select({ states: live }));
+  } else if (kinds.length) {
+    branches = [select({ states: LIVE_STATES }), ...kinds.map((kind) => select({ states: FINAL_STATES, kind }))];
+  } else if (queues.length) {
+    branches = [select({ states: LIVE_STATES }), ...queues.map((queue) => select({ states: FINAL_STATES, queue }))];
+  } else {
+    branches = [select()];
+  }
+  if (branches.length === 1) return (await branches[0]!).map(toRun);
+  const union = branches.map(() => '(?)').join(' union all ');
+  const { rows } = await db.raw(`select * from (${union}) as r order by id desc limit ?`, [...branches, limit]);
   return rows.map(toRun);
 }
 
+function unique<T>(values: T[] | undefined): T[] {
+  return [...new Set(values ?? [])];
+}
+
 export async function lastRunOfKind(db: Db, kind: string): Promise<JobRun | null> {
-  return (await listRuns(db, { kind }, 1))[0] ?? null;
+  return (await listRuns(db, { kinds: [kind] }, 1))[0] ?? null;
 }
 
 // The overview and the queue list read rolling counters, not job_runs: the triggers of the

@@ -18,7 +18,7 @@ export const MAIL_RETENTION_DAYS = 30;
 export type MailJobPayload = TemplatedMail & { to: string };
 
 export class MailService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'outbox' | 'audit' | 'transaction' | 'platform'>) {}
+  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'outbox' | 'audit' | 'transaction' | 'platform' | 'queues'>) {}
 
   /** Queues one email; it is sent after the surrounding transaction commits. */
   queue(to: string, mail: TemplatedMail, by: { actor: Actor; meta?: RequestMeta }): Promise<JobRun> {
@@ -39,19 +39,24 @@ export class MailService {
     await store.insertMailRecord(this.s.db, { jobRunId, to: payload.to, template: payload.template, ...stored, transport: mailer.transport, messageId });
   }
 
-  /** POST /ops/mail/test: queues the test email and writes `ops.mail.test_sent` in one transaction. */
-  sendTest(to: string, by: { actor: Actor; meta: RequestMeta }): Promise<JobRun> {
-    return this.s.transaction(async (tx) => {
-      const run = await tx.mail.queue(to, { template: 'test', params: { requestedBy: by.actor.id, at: tx.now().toISOString() } }, by);
+  /**
+   * POST /ops/mail/test: queues the test email and writes `ops.mail.test_sent` in one transaction.
+   * An operator testing mail while its queue is paused would otherwise wait for an email that
+   * cannot come: `queuePaused` tells them.
+   */
+  async sendTest(to: string, by: { actor: Actor; meta: RequestMeta }): Promise<{ run: JobRun; queuePaused: boolean }> {
+    const run = await this.s.transaction(async (tx) => {
+      const queued = await tx.mail.queue(to, { template: 'test', params: { requestedBy: by.actor.id, at: tx.now().toISOString() } }, by);
       await tx.audit.record({
         action: 'ops.mail.test_sent',
         actor: by.actor,
-        target: { kind: 'job_run', id: String(run.id) },
-        data: { to, job_run_id: run.id },
+        target: { kind: 'job_run', id: String(queued.id) },
+        data: { to, job_run_id: queued.id },
         meta: by.meta,
       });
-      return run;
+      return queued;
     });
+    return { run, queuePaused: await this.s.queues.isPaused(run.queue) };
   }
 
   describe() {

@@ -58,7 +58,7 @@ describe('with an SMTP server', () => {
   async function sendTest(to: string, requestId = newRequestId()) {
     const res = await t.http.post('/ops/mail/test').set('Authorization', operator.auth).set('X-Request-Id', requestId).send({ to }).expect(202);
     expect(res.headers['x-request-id']).toBe(requestId);
-    return { body: res.body as { job_run_id: number; run: ApiRun }, requestId };
+    return { body: res.body as { job_run_id: number; run: ApiRun; queue_paused: boolean; message: string }, requestId };
   }
 
   it('GET /ops/mail describes the SMTP transport without secrets', async () => {
@@ -70,6 +70,8 @@ describe('with an SMTP server', () => {
     const to = 'ops-1@example.com';
     const { body, requestId } = await sendTest(to);
     expect(body.job_run_id).toBe(body.run.id);
+    expect(body.queue_paused).toBe(false);
+    expect(body.message).toBe(`Queued on the mail queue as job run ${body.run.id}: follow it with GET /ops/jobs/runs/${body.run.id}.`);
     expect(body.run).toMatchObject({
       kind: 'service.mail.send',
       queue: 'mail',
@@ -108,6 +110,27 @@ describe('with an SMTP server', () => {
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ actor_kind: 'operator', actor_id: operator.userId, request_id: requestId, target_kind: 'job_run', target_id: String(body.run.id) });
     expect(events[0].data).toEqual({ to, job_run_id: body.run.id });
+  });
+
+  it('says so when the mail queue is paused, and the email goes out once it is resumed', async () => {
+    await t.http.post('/ops/queues/mail/pause').set('Authorization', operator.auth).expect(200);
+    try {
+      const to = 'ops-paused@example.com';
+      const { body } = await sendTest(to);
+      expect(body.queue_paused).toBe(true);
+      expect(body.message).toBe(`Queued as job run ${body.run.id}, but the mail queue is paused: the email waits until an operator resumes it (POST /ops/queues/mail/resume).`);
+      expect(body.run).toMatchObject({ queue: 'mail', state: 'available' });
+      // Paused means nothing runs: the run is still waiting a moment later, and no email arrived.
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await listedRun(t, operator.auth, body.run.id))?.state).toBe('available');
+      expect(smtp.messages.filter((m) => m.to.includes(to))).toEqual([]);
+
+      await t.http.post('/ops/queues/mail/resume').set('Authorization', operator.auth).expect(200);
+      await smtp.waitForMessage((m) => m.to.includes(to), 15_000);
+      await runReaching(t, operator.auth, body.run.id, ['completed']);
+    } finally {
+      await t.ctx.services.queues.resume('mail', { actor: { kind: 'operator', id: operator.userId }, meta: { requestId: 'req_mailtest_cleanup', ip: null, userAgent: null } });
+    }
   });
 
   it('retries an SMTP refusal with backoff, records each error and discards the run after max_attempts', async () => {
