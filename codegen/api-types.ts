@@ -2015,11 +2015,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List job runs, newest first (query parameter `kind` filters)
+         * List job runs, newest first (query parameters `kind`, `state`, `queue` filter)
          * @description Lists job runs, newest first (by `id`, which grows with creation time). Filters combine
          *     with AND: `kind` (exact job kind, e.g. `service.mail.send` to follow email delivery),
-         *     `state` and `queue`. A filter value that matches nothing (e.g. an unknown kind) gives an
-         *     empty list, not an error. Runs are kept for the retention period of job runs (30 days
+         *     `state` and `queue`. Each takes several values, comma-separated or as repeated
+         *     parameters, which combine with OR: `state=retryable,discarded` lists the runs that
+         *     failed. A filter value that matches nothing (e.g. an unknown kind) gives an empty list,
+         *     not an error; a `state` that is not a state answers 422 at `query.state`. Runs are kept for the retention period of job runs (30 days
          *     by default). Operators only. Read-only: writes no audit event.
          */
         get: operations["listJobRuns"];
@@ -2265,7 +2267,9 @@ export interface paths {
          *     `GET /ops/jobs/runs?kind=service.mail.send` (a `completed` run means the SMTP server
          *     accepted the message, or with the `log` transport that it was logged; failed attempts
          *     show the SMTP error in `errors`). The test email is sent even when
-         *     `service.mail.send` is disabled, like every application email. Operators only.
+         *     `service.mail.send` is disabled, like every application email. While the `mail` queue
+         *     is paused the email is still queued, and the answer says so (`queue_paused: true` and
+         *     a `message`): it goes out once the queue is resumed. Operators only.
          */
         post: operations["sendTestMail"];
         delete?: never;
@@ -2279,7 +2283,11 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description An error, as `application/problem+json` (RFC 9457). Clients match on `code`.
+         * @description An error, as `application/problem+json` (RFC 9457). Clients match on `code`. Each error
+         *     response of an operation names its own problem schema (`SlugTakenProblem`,
+         *     `ValidationProblem`…) whose `code` enum lists exactly the codes that response can carry;
+         *     this schema is the shape they all share, with every code the API uses, for a client's
+         *     catch-all handler.
          * @example {
          *       "type": "about:blank",
          *       "title": "Not Found",
@@ -2290,39 +2298,55 @@ export interface components {
          *     }
          */
         Problem: {
-            /**
-             * @description Problem type; always `about:blank`.
-             * @example about:blank
-             */
-            type: string;
-            /**
-             * @description The HTTP reason phrase of `status`.
-             * @example Not Found
-             */
-            title: string;
-            /**
-             * @description The HTTP status.
-             * @example 404
-             */
-            status: number;
-            /**
-             * @description A human-readable explanation; do not match on it.
-             * @example No such resource.
-             */
-            detail: string;
-            /**
-             * @description A stable machine code.
-             * @example not_found
-             */
-            code: string;
-            /**
-             * @description The request id, as in the `X-Request-Id` header.
-             * @example req_01jd8x4k3m5n6p7q8r9s0t1v2w
-             */
-            request_id: string;
-            /** @description Only on 422 — every violation found. */
-            errors?: components["schemas"]["ValidationIssue"][];
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["ProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors?: components["schemas"]["ValidationIssues"];
         };
+        /**
+         * @description Every `code` the API answers with. Each response narrows it to its own (see the `…ProblemCode` schemas).
+         * @example not_found
+         * @enum {string}
+         */
+        ProblemCode: "account_disabled" | "account_exists" | "already_member" | "already_verified" | "email_not_verified" | "email_taken" | "forbidden" | "internal" | "invalid_ceremony" | "invalid_challenge" | "invalid_code" | "invalid_credentials" | "invalid_job_config" | "invalid_setting_value" | "invalid_signature" | "invalid_state" | "invalid_token" | "invitation_email_mismatch" | "invitation_expired" | "invitation_not_found" | "invitation_pending" | "invitation_revoked" | "invitation_used" | "job_disabled" | "job_finalized" | "job_not_runnable" | "job_running" | "last_owner" | "last_sign_in_method" | "malformed_body" | "method_not_allowed" | "mfa_not_enabled" | "no_passkeys" | "not_deleted" | "not_found" | "passkey_already_registered" | "passkey_limit_reached" | "passkey_verification_failed" | "password_not_set" | "password_too_common" | "payload_too_large" | "project_name_taken" | "provider_already_linked" | "provider_not_configured" | "provider_unavailable" | "rate_limited" | "redirect_not_allowed" | "registration_closed" | "second_factor_required" | "slug_taken" | "totp_already_enabled" | "totp_setup_not_started" | "unauthenticated" | "unavailable" | "unsupported_media_type" | "validation_failed" | "version_conflict";
+        /**
+         * @description Problem type; always `about:blank`.
+         * @example about:blank
+         */
+        ProblemType: string;
+        /**
+         * @description The RFC 9110 reason phrase of `status` (the same as in the status line).
+         * @example Not Found
+         */
+        ProblemTitle: string;
+        /**
+         * @description The HTTP status.
+         * @example 404
+         */
+        ProblemStatus: number;
+        /**
+         * @description A human-readable explanation; do not match on it.
+         * @example No such resource.
+         */
+        ProblemDetail: string;
+        /**
+         * @description The request id, as in the `X-Request-Id` header. Quote it when reporting a problem.
+         * @example req_01jd8x4k3m5n6p7q8r9s0t1v2w
+         */
+        ProblemRequestId: string;
+        /**
+         * @description On a 422, every violation found (at least one).
+         * @example [
+         *       {
+         *         "message": "must NOT have more than 16 characters",
+         *         "location": "body.code"
+         *       }
+         *     ]
+         */
+        ValidationIssues: components["schemas"]["ValidationIssue"][];
         /**
          * @description One violation of the contract by the request.
          * @example {
@@ -2343,7 +2367,1470 @@ export interface components {
             location: string;
         };
         /**
-         * @description A 422 Problem listing every violation in `errors`.
+         * @description A 503 Problem whose `code` is `unavailable`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Service Unavailable",
+         *       "status": 503,
+         *       "detail": "A dependency is unreachable. Try again shortly.",
+         *       "code": "unavailable",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        UnavailableProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["UnavailableProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `UnavailableProblem`.
+         * @example unavailable
+         * @enum {string}
+         */
+        UnavailableProblemCode: "unavailable";
+        /**
+         * @description A 403 Problem whose `code` is `registration_closed`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Forbidden",
+         *       "status": 403,
+         *       "detail": "Registration is closed.",
+         *       "code": "registration_closed",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        RegistrationClosedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["RegistrationClosedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `RegistrationClosedProblem`.
+         * @example registration_closed
+         * @enum {string}
+         */
+        RegistrationClosedProblemCode: "registration_closed";
+        /**
+         * @description A 409 Problem whose `code` is `email_taken`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "An account with this email already exists.",
+         *       "code": "email_taken",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        EmailTakenProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["EmailTakenProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `EmailTakenProblem`.
+         * @example email_taken
+         * @enum {string}
+         */
+        EmailTakenProblemCode: "email_taken";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `password_too_common`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "This password is too common. Choose another one.",
+         *       "code": "password_too_common",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "is among the most common passwords",
+         *           "location": "body.password"
+         *         }
+         *       ]
+         *     }
+         */
+        PasswordValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["PasswordValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `PasswordValidationProblem`.
+         * @example password_too_common
+         * @enum {string}
+         */
+        PasswordValidationProblemCode: "validation_failed" | "password_too_common";
+        /**
+         * @description A 401 Problem whose `code` is `invalid_credentials`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "The email or password is wrong.",
+         *       "code": "invalid_credentials",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InvalidCredentialsProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InvalidCredentialsProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InvalidCredentialsProblem`.
+         * @example invalid_credentials
+         * @enum {string}
+         */
+        InvalidCredentialsProblemCode: "invalid_credentials";
+        /**
+         * @description A 403 Problem whose `code` is `account_disabled`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Forbidden",
+         *       "status": 403,
+         *       "detail": "This account is disabled. Contact the service operator.",
+         *       "code": "account_disabled",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        AccountDisabledProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["AccountDisabledProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `AccountDisabledProblem`.
+         * @example account_disabled
+         * @enum {string}
+         */
+        AccountDisabledProblemCode: "account_disabled";
+        /**
+         * @description A 401 Problem whose `code` is `invalid_code` or `invalid_challenge`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "The code is wrong or has expired.",
+         *       "code": "invalid_code",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        SecondFactorRejectedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["SecondFactorRejectedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `SecondFactorRejectedProblem`.
+         * @example invalid_code
+         * @enum {string}
+         */
+        SecondFactorRejectedProblemCode: "invalid_code" | "invalid_challenge";
+        /**
+         * @description A 429 Problem whose `code` is `rate_limited`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Too Many Requests",
+         *       "status": 429,
+         *       "detail": "Too many requests.",
+         *       "code": "rate_limited",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        RateLimitedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["RateLimitedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `RateLimitedProblem`.
+         * @example rate_limited
+         * @enum {string}
+         */
+        RateLimitedProblemCode: "rate_limited";
+        /**
+         * @description A 401 Problem whose `code` is `invalid_challenge`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "This sign-in has expired. Sign in again.",
+         *       "code": "invalid_challenge",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InvalidChallengeProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InvalidChallengeProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InvalidChallengeProblem`.
+         * @example invalid_challenge
+         * @enum {string}
+         */
+        InvalidChallengeProblemCode: "invalid_challenge";
+        /**
+         * @description A 409 Problem whose `code` is `no_passkeys`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "This account has no passkey. Use your authenticator app or a recovery code.",
+         *       "code": "no_passkeys",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        NoPasskeysProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["NoPasskeysProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `NoPasskeysProblem`.
+         * @example no_passkeys
+         * @enum {string}
+         */
+        NoPasskeysProblemCode: "no_passkeys";
+        /**
+         * @description A 401 Problem whose `code` is `unauthenticated` or `invalid_credentials` or `invalid_code`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "Sign in to use this operation.",
+         *       "code": "unauthenticated",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        ReauthenticationFailedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["ReauthenticationFailedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `ReauthenticationFailedProblem`.
+         * @example unauthenticated
+         * @enum {string}
+         */
+        ReauthenticationFailedProblemCode: "unauthenticated" | "invalid_credentials" | "invalid_code";
+        /**
+         * @description A 409 Problem whose `code` is `last_owner`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "An organisation must keep at least one owner.",
+         *       "code": "last_owner",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        LastOwnerProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["LastOwnerProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `LastOwnerProblem`.
+         * @example last_owner
+         * @enum {string}
+         */
+        LastOwnerProblemCode: "last_owner";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `second_factor_required`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "Confirm with your authenticator app or a passkey.",
+         *       "code": "second_factor_required",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "not accepted while a second factor is on; give code or passkey",
+         *           "location": "body.password"
+         *         }
+         *       ]
+         *     }
+         */
+        SecondFactorValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["SecondFactorValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `SecondFactorValidationProblem`.
+         * @example second_factor_required
+         * @enum {string}
+         */
+        SecondFactorValidationProblemCode: "validation_failed" | "second_factor_required";
+        /**
+         * @description A 401 Problem whose `code` is `unauthenticated` or `invalid_code`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "Sign in to use this operation.",
+         *       "code": "unauthenticated",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        UnauthenticatedOrInvalidCodeProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["UnauthenticatedOrInvalidCodeProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `UnauthenticatedOrInvalidCodeProblem`.
+         * @example unauthenticated
+         * @enum {string}
+         */
+        UnauthenticatedOrInvalidCodeProblemCode: "unauthenticated" | "invalid_code";
+        /**
+         * @description A 409 Problem whose `code` is `already_verified`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "Your email address is already verified.",
+         *       "code": "already_verified",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        AlreadyVerifiedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["AlreadyVerifiedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `AlreadyVerifiedProblem`.
+         * @example already_verified
+         * @enum {string}
+         */
+        AlreadyVerifiedProblemCode: "already_verified";
+        /**
+         * @description A 401 Problem whose `code` is `unauthenticated` or `invalid_credentials`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "Sign in to use this operation.",
+         *       "code": "unauthenticated",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        UnauthenticatedOrInvalidCredentialsProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["UnauthenticatedOrInvalidCredentialsProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `UnauthenticatedOrInvalidCredentialsProblem`.
+         * @example unauthenticated
+         * @enum {string}
+         */
+        UnauthenticatedOrInvalidCredentialsProblemCode: "unauthenticated" | "invalid_credentials";
+        /**
+         * @description A 409 Problem whose `code` is `password_not_set`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "This account has no password. Set one with a password reset code.",
+         *       "code": "password_not_set",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        PasswordNotSetProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["PasswordNotSetProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `PasswordNotSetProblem`.
+         * @example password_not_set
+         * @enum {string}
+         */
+        PasswordNotSetProblemCode: "password_not_set";
+        /**
+         * @description A 401 Problem whose `code` is `invalid_code`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "The code is wrong or has expired.",
+         *       "code": "invalid_code",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InvalidCodeProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InvalidCodeProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InvalidCodeProblem`.
+         * @example invalid_code
+         * @enum {string}
+         */
+        InvalidCodeProblemCode: "invalid_code";
+        /**
+         * @description A 409 Problem whose `code` is `totp_already_enabled`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "The authenticator app is already turned on.",
+         *       "code": "totp_already_enabled",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        TotpAlreadyEnabledProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["TotpAlreadyEnabledProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `TotpAlreadyEnabledProblem`.
+         * @example totp_already_enabled
+         * @enum {string}
+         */
+        TotpAlreadyEnabledProblemCode: "totp_already_enabled";
+        /**
+         * @description A 409 Problem whose `code` is `mfa_not_enabled`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "Turn on a second factor first.",
+         *       "code": "mfa_not_enabled",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        MfaNotEnabledProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["MfaNotEnabledProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `MfaNotEnabledProblem`.
+         * @example mfa_not_enabled
+         * @enum {string}
+         */
+        MfaNotEnabledProblemCode: "mfa_not_enabled";
+        /**
+         * @description A 409 Problem whose `code` is `totp_already_enabled` or `totp_setup_not_started`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "The authenticator app is already turned on.",
+         *       "code": "totp_already_enabled",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        TotpNotConfirmedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["TotpNotConfirmedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `TotpNotConfirmedProblem`.
+         * @example totp_already_enabled
+         * @enum {string}
+         */
+        TotpNotConfirmedProblemCode: "totp_already_enabled" | "totp_setup_not_started";
+        /**
+         * @description A 409 Problem whose `code` is `passkey_already_registered` or `passkey_limit_reached`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "This passkey is already registered.",
+         *       "code": "passkey_already_registered",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        PasskeyNotAddedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["PasskeyNotAddedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `PasskeyNotAddedProblem`.
+         * @example passkey_already_registered
+         * @enum {string}
+         */
+        PasskeyNotAddedProblemCode: "passkey_already_registered" | "passkey_limit_reached";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `invalid_ceremony` or `passkey_verification_failed`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "The passkey could not be verified.",
+         *       "code": "passkey_verification_failed",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "the signature does not verify",
+         *           "location": "body.credential"
+         *         }
+         *       ]
+         *     }
+         */
+        PasskeyValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["PasskeyValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `PasskeyValidationProblem`.
+         * @example passkey_verification_failed
+         * @enum {string}
+         */
+        PasskeyValidationProblemCode: "validation_failed" | "invalid_ceremony" | "passkey_verification_failed";
+        /**
+         * @description A 409 Problem whose `code` is `passkey_limit_reached`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "You already have 20 passkeys. Remove one first.",
+         *       "code": "passkey_limit_reached",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        PasskeyLimitReachedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["PasskeyLimitReachedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `PasskeyLimitReachedProblem`.
+         * @example passkey_limit_reached
+         * @enum {string}
+         */
+        PasskeyLimitReachedProblemCode: "passkey_limit_reached";
+        /**
+         * @description A 409 Problem whose `code` is `last_sign_in_method`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "This passkey is your only way to sign in. Add another one first.",
+         *       "code": "last_sign_in_method",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        LastSignInMethodProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["LastSignInMethodProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `LastSignInMethodProblem`.
+         * @example last_sign_in_method
+         * @enum {string}
+         */
+        LastSignInMethodProblemCode: "last_sign_in_method";
+        /**
+         * @description A 409 Problem whose `code` is `provider_already_linked`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "You have already linked an account from this provider.",
+         *       "code": "provider_already_linked",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        ProviderAlreadyLinkedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["ProviderAlreadyLinkedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `ProviderAlreadyLinkedProblem`.
+         * @example provider_already_linked
+         * @enum {string}
+         */
+        ProviderAlreadyLinkedProblemCode: "provider_already_linked";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `redirect_not_allowed`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "redirect_to is not on an allowed app origin.",
+         *       "code": "redirect_not_allowed",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "must be on one of the configured app origins",
+         *           "location": "query.redirect_to"
+         *         }
+         *       ]
+         *     }
+         */
+        RedirectValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["RedirectValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `RedirectValidationProblem`.
+         * @example redirect_not_allowed
+         * @enum {string}
+         */
+        RedirectValidationProblemCode: "validation_failed" | "redirect_not_allowed";
+        /**
+         * @description A 400 Problem whose `code` is `invalid_state`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Bad Request",
+         *       "status": 400,
+         *       "detail": "This sign-in link has expired or was already used. Start again.",
+         *       "code": "invalid_state",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InvalidStateProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InvalidStateProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InvalidStateProblem`.
+         * @example invalid_state
+         * @enum {string}
+         */
+        InvalidStateProblemCode: "invalid_state";
+        /**
+         * @description A 400 Problem whose `code` is `malformed_body` or `invalid_state`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Bad Request",
+         *       "status": 400,
+         *       "detail": "The request body is not valid JSON.",
+         *       "code": "malformed_body",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        CallbackBadRequestProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["CallbackBadRequestProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `CallbackBadRequestProblem`.
+         * @example malformed_body
+         * @enum {string}
+         */
+        CallbackBadRequestProblemCode: "malformed_body" | "invalid_state";
+        /**
+         * @description A 401 Problem whose `code` is `invalid_signature`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "The notification signature is not valid.",
+         *       "code": "invalid_signature",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InvalidSignatureProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InvalidSignatureProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InvalidSignatureProblem`.
+         * @example invalid_signature
+         * @enum {string}
+         */
+        InvalidSignatureProblemCode: "invalid_signature";
+        /**
+         * @description A 401 Problem whose `code` is `invalid_token`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "The ID token could not be verified.",
+         *       "code": "invalid_token",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InvalidTokenProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InvalidTokenProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InvalidTokenProblem`.
+         * @example invalid_token
+         * @enum {string}
+         */
+        InvalidTokenProblemCode: "invalid_token";
+        /**
+         * @description A 403 Problem whose `code` is `registration_closed` or `account_disabled`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Forbidden",
+         *       "status": 403,
+         *       "detail": "Registration is closed.",
+         *       "code": "registration_closed",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        RegistrationClosedOrAccountDisabledProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["RegistrationClosedOrAccountDisabledProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `RegistrationClosedOrAccountDisabledProblem`.
+         * @example registration_closed
+         * @enum {string}
+         */
+        RegistrationClosedOrAccountDisabledProblemCode: "registration_closed" | "account_disabled";
+        /**
+         * @description A 409 Problem whose `code` is `account_exists`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "See code.",
+         *       "code": "account_exists",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        AccountExistsProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["AccountExistsProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `AccountExistsProblem`.
+         * @example account_exists
+         * @enum {string}
+         */
+        AccountExistsProblemCode: "account_exists";
+        /**
+         * @description A 403 Problem whose `code` is `email_not_verified` or `forbidden`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Forbidden",
+         *       "status": 403,
+         *       "detail": "Verify your email address first.",
+         *       "code": "email_not_verified",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        EmailNotVerifiedOrForbiddenProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["EmailNotVerifiedOrForbiddenProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `EmailNotVerifiedOrForbiddenProblem`.
+         * @example email_not_verified
+         * @enum {string}
+         */
+        EmailNotVerifiedOrForbiddenProblemCode: "email_not_verified" | "forbidden";
+        /**
+         * @description A 409 Problem whose `code` is `slug_taken`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "This slug is already taken.",
+         *       "code": "slug_taken",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        SlugTakenProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["SlugTakenProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `SlugTakenProblem`.
+         * @example slug_taken
+         * @enum {string}
+         */
+        SlugTakenProblemCode: "slug_taken";
+        /**
+         * @description A 409 Problem whose `code` is `not_deleted`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "The organisation is not deleted.",
+         *       "code": "not_deleted",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        NotDeletedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["NotDeletedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `NotDeletedProblem`.
+         * @example not_deleted
+         * @enum {string}
+         */
+        NotDeletedProblemCode: "not_deleted";
+        /**
+         * @description A 409 Problem whose `code` is `already_member` or `invitation_pending`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "This address belongs to a member of the organisation already.",
+         *       "code": "already_member",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        AlreadyMemberOrInvitationPendingProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["AlreadyMemberOrInvitationPendingProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `AlreadyMemberOrInvitationPendingProblem`.
+         * @example already_member
+         * @enum {string}
+         */
+        AlreadyMemberOrInvitationPendingProblemCode: "already_member" | "invitation_pending";
+        /**
+         * @description A 403 Problem whose `code` is `email_not_verified` or `invitation_email_mismatch` or `forbidden`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Forbidden",
+         *       "status": 403,
+         *       "detail": "Verify your email address first.",
+         *       "code": "email_not_verified",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InvitationAcceptForbiddenProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InvitationAcceptForbiddenProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InvitationAcceptForbiddenProblem`.
+         * @example email_not_verified
+         * @enum {string}
+         */
+        InvitationAcceptForbiddenProblemCode: "email_not_verified" | "invitation_email_mismatch" | "forbidden";
+        /**
+         * @description A 404 Problem whose `code` is `invitation_not_found`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Not Found",
+         *       "status": 404,
+         *       "detail": "This invitation is invalid. Ask for a new one.",
+         *       "code": "invitation_not_found",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InvitationNotFoundProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InvitationNotFoundProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InvitationNotFoundProblem`.
+         * @example invitation_not_found
+         * @enum {string}
+         */
+        InvitationNotFoundProblemCode: "invitation_not_found";
+        /**
+         * @description A 409 Problem whose `code` is `already_member`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "This address belongs to a member of the organisation already.",
+         *       "code": "already_member",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        AlreadyMemberProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["AlreadyMemberProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `AlreadyMemberProblem`.
+         * @example already_member
+         * @enum {string}
+         */
+        AlreadyMemberProblemCode: "already_member";
+        /**
+         * @description A 410 Problem whose `code` is `invitation_expired` or `invitation_revoked` or `invitation_used`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Gone",
+         *       "status": 410,
+         *       "detail": "This invitation has expired. Ask for a new one.",
+         *       "code": "invitation_expired",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InvitationGoneProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InvitationGoneProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InvitationGoneProblem`.
+         * @example invitation_expired
+         * @enum {string}
+         */
+        InvitationGoneProblemCode: "invitation_expired" | "invitation_revoked" | "invitation_used";
+        /**
+         * @description A 409 Problem whose `code` is `project_name_taken`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "Another project of the organisation already has this name.",
+         *       "code": "project_name_taken",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        ProjectNameTakenProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["ProjectNameTakenProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `ProjectNameTakenProblem`.
+         * @example project_name_taken
+         * @enum {string}
+         */
+        ProjectNameTakenProblemCode: "project_name_taken";
+        /**
+         * @description A 409 Problem whose `code` is `version_conflict`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "The resource changed since you read it.",
+         *       "code": "version_conflict",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        VersionConflictProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["VersionConflictProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `VersionConflictProblem`.
+         * @example version_conflict
+         * @enum {string}
+         */
+        VersionConflictProblemCode: "version_conflict";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `invalid_setting_value`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "The value is not acceptable for this setting.",
+         *       "code": "invalid_setting_value",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "must be between 1 and 1000",
+         *           "location": "body.value"
+         *         }
+         *       ]
+         *     }
+         */
+        SettingValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["SettingValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `SettingValidationProblem`.
+         * @example invalid_setting_value
+         * @enum {string}
+         */
+        SettingValidationProblemCode: "validation_failed" | "invalid_setting_value";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `invalid_job_config`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "The job configuration is not valid.",
+         *       "code": "invalid_job_config",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "is not a valid cron expression",
+         *           "location": "body.config.schedule"
+         *         }
+         *       ]
+         *     }
+         */
+        JobConfigValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["JobConfigValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `JobConfigValidationProblem`.
+         * @example invalid_job_config
+         * @enum {string}
+         */
+        JobConfigValidationProblemCode: "validation_failed" | "invalid_job_config";
+        /**
+         * @description A 409 Problem whose `code` is `job_disabled`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "This job kind is disabled; enable it before running it.",
+         *       "code": "job_disabled",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        JobDisabledProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["JobDisabledProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `JobDisabledProblem`.
+         * @example job_disabled
+         * @enum {string}
+         */
+        JobDisabledProblemCode: "job_disabled";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `job_not_runnable`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "This job kind needs a payload from the application and cannot be run manually.",
+         *       "code": "job_not_runnable",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "mail.send needs a payload and cannot be run manually",
+         *           "location": "path.name"
+         *         }
+         *       ]
+         *     }
+         */
+        JobRunValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["JobRunValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `JobRunValidationProblem`.
+         * @example job_not_runnable
+         * @enum {string}
+         */
+        JobRunValidationProblemCode: "validation_failed" | "job_not_runnable";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `job_finalized`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "The job run is already finalized and cannot be cancelled.",
+         *       "code": "job_finalized",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "the run is succeeded",
+         *           "location": "path.id"
+         *         }
+         *       ]
+         *     }
+         */
+        JobCancelValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["JobCancelValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `JobCancelValidationProblem`.
+         * @example job_finalized
+         * @enum {string}
+         */
+        JobCancelValidationProblemCode: "validation_failed" | "job_finalized";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `job_running`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "The job run is running; cancel it or wait for it to finish before retrying.",
+         *       "code": "job_running",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "the run is running",
+         *           "location": "path.id"
+         *         }
+         *       ]
+         *     }
+         */
+        JobRetryValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["JobRetryValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `JobRetryValidationProblem`.
+         * @example job_running
+         * @enum {string}
+         */
+        JobRetryValidationProblemCode: "validation_failed" | "job_running";
+        /**
+         * @description A 400 Problem whose `code` is `malformed_body`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Bad Request",
+         *       "status": 400,
+         *       "detail": "The request body is not valid JSON.",
+         *       "code": "malformed_body",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        MalformedBodyProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["MalformedBodyProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `MalformedBodyProblem`.
+         * @example malformed_body
+         * @enum {string}
+         */
+        MalformedBodyProblemCode: "malformed_body";
+        /**
+         * @description A 401 Problem whose `code` is `unauthenticated`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "detail": "Sign in to use this operation.",
+         *       "code": "unauthenticated",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        UnauthenticatedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["UnauthenticatedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `UnauthenticatedProblem`.
+         * @example unauthenticated
+         * @enum {string}
+         */
+        UnauthenticatedProblemCode: "unauthenticated";
+        /**
+         * @description A 403 Problem whose `code` is `forbidden`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Forbidden",
+         *       "status": 403,
+         *       "detail": "You do not have permission to do this.",
+         *       "code": "forbidden",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        ForbiddenProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["ForbiddenProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `ForbiddenProblem`.
+         * @example forbidden
+         * @enum {string}
+         */
+        ForbiddenProblemCode: "forbidden";
+        /**
+         * @description A 404 Problem whose `code` is `not_found`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Not Found",
+         *       "status": 404,
+         *       "detail": "No such resource.",
+         *       "code": "not_found",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        NotFoundProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["NotFoundProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `NotFoundProblem`.
+         * @example not_found
+         * @enum {string}
+         */
+        NotFoundProblemCode: "not_found";
+        /**
+         * @description A 405 Problem whose `code` is `method_not_allowed`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Method Not Allowed",
+         *       "status": 405,
+         *       "detail": "This path does not accept this method.",
+         *       "code": "method_not_allowed",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        MethodNotAllowedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["MethodNotAllowedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `MethodNotAllowedProblem`.
+         * @example method_not_allowed
+         * @enum {string}
+         */
+        MethodNotAllowedProblemCode: "method_not_allowed";
+        /**
+         * @description A 413 Problem whose `code` is `payload_too_large`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Content Too Large",
+         *       "status": 413,
+         *       "detail": "The request body is larger than 1 MiB.",
+         *       "code": "payload_too_large",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        PayloadTooLargeProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["PayloadTooLargeProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `PayloadTooLargeProblem`.
+         * @example payload_too_large
+         * @enum {string}
+         */
+        PayloadTooLargeProblemCode: "payload_too_large";
+        /**
+         * @description A 415 Problem whose `code` is `unsupported_media_type`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unsupported Media Type",
+         *       "status": 415,
+         *       "detail": "The operation does not take a body of this media type.",
+         *       "code": "unsupported_media_type",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        UnsupportedMediaTypeProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["UnsupportedMediaTypeProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `UnsupportedMediaTypeProblem`.
+         * @example unsupported_media_type
+         * @enum {string}
+         */
+        UnsupportedMediaTypeProblemCode: "unsupported_media_type";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed`. `errors` names every offending part of the request.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unprocessable Content",
@@ -2359,7 +3846,91 @@ export interface components {
          *       ]
          *     }
          */
-        ValidationProblem: components["schemas"]["Problem"] & Record<string, never>;
+        ValidationProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["ValidationProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `ValidationProblem`.
+         * @example validation_failed
+         * @enum {string}
+         */
+        ValidationProblemCode: "validation_failed";
+        /**
+         * @description A 500 Problem whose `code` is `internal`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Internal Server Error",
+         *       "status": 500,
+         *       "detail": "Something went wrong. Quote the request id when reporting it.",
+         *       "code": "internal",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        InternalProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["InternalProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `InternalProblem`.
+         * @example internal
+         * @enum {string}
+         */
+        InternalProblemCode: "internal";
+        /**
+         * @description A 503 Problem whose `code` is `unavailable` or `provider_not_configured` or `provider_unavailable`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Service Unavailable",
+         *       "status": 503,
+         *       "detail": "A dependency is unreachable. Try again shortly.",
+         *       "code": "unavailable",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        SocialUnavailableProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["SocialUnavailableProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `SocialUnavailableProblem`.
+         * @example unavailable
+         * @enum {string}
+         */
+        SocialUnavailableProblemCode: "unavailable" | "provider_not_configured" | "provider_unavailable";
+        /**
+         * @description `login` signs in (or signs up); `link` links the identity to the signed-in user.
+         * @default login
+         * @example login
+         * @enum {string}
+         */
+        SocialStartIntent: "login" | "link";
+        /**
+         * @description An OpenAPI 3.1 document (this contract, as JSON).
+         * @example {
+         *       "openapi": "3.1.0",
+         *       "info": {
+         *         "title": "Tenant API",
+         *         "version": "1.0.0"
+         *       }
+         *     }
+         */
+        OpenApiDocument: {
+            [key: string]: unknown;
+        };
         /**
          * Format: date-time
          * @description An RFC 3339 timestamp in UTC.
@@ -2434,31 +4005,40 @@ export interface components {
              * @example false
              */
             operator: boolean;
-            /** @description The user's second factors. */
-            mfa: {
-                /**
-                 * @description Whether sign-in asks for a second factor (TOTP on, or any passkey).
-                 * @example true
-                 */
-                enabled: boolean;
-                /**
-                 * @description Whether the authenticator app is turned on.
-                 * @example true
-                 */
-                totp: boolean;
-                /**
-                 * @description Number of registered passkeys.
-                 * @example 1
-                 */
-                passkeys: number;
-                /**
-                 * @description Unused recovery codes of the current set.
-                 * @example 10
-                 */
-                recovery_codes_remaining: number;
-            };
+            mfa: components["schemas"]["MfaStatus"];
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description The user's second factors.
+         * @example {
+         *       "enabled": true,
+         *       "totp": true,
+         *       "passkeys": 1,
+         *       "recovery_codes_remaining": 10
+         *     }
+         */
+        MfaStatus: {
+            /**
+             * @description Whether sign-in asks for a second factor (TOTP on, or any passkey).
+             * @example true
+             */
+            enabled: boolean;
+            /**
+             * @description Whether the authenticator app is turned on.
+             * @example true
+             */
+            totp: boolean;
+            /**
+             * @description Number of registered passkeys.
+             * @example 1
+             */
+            passkeys: number;
+            /**
+             * @description Unused recovery codes of the current set.
+             * @example 10
+             */
+            recovery_codes_remaining: number;
         };
         /**
          * @description The session a sign-in created.
@@ -2544,9 +4124,15 @@ export interface components {
              *       "recovery_code"
              *     ]
              */
-            methods: ("totp" | "passkey" | "recovery_code")[];
+            methods: components["schemas"]["SecondFactorMethod"][];
             expires_at: components["schemas"]["Timestamp"];
         };
+        /**
+         * @description A second factor a sign-in can be finished with.
+         * @example totp
+         * @enum {string}
+         */
+        SecondFactorMethod: "totp" | "passkey" | "recovery_code";
         /**
          * @description The public-key credential from the browser credential API (`navigator.credentials.create()` / `.get()`), as JSON (`PublicKeyCredential.toJSON()`).
          * @example {
@@ -2578,30 +4164,32 @@ export interface components {
              * @constant
              */
             type: "public-key";
-            /**
-             * @description The authenticator's response (attestation or assertion), base64url fields.
-             * @example {
-             *       "clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0",
-             *       "authenticatorData": "SZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2MFAAAAAQ",
-             *       "signature": "MEUCIQDx"
-             *     }
-             */
-            response: {
-                [key: string]: unknown;
-            };
+            response: components["schemas"]["WebAuthnAuthenticatorResponse"];
             /**
              * @description `platform` or `cross-platform`.
              * @example platform
              */
             authenticatorAttachment?: string | null;
-            /**
-             * @description Client extension results.
-             * @example {}
-             */
-            clientExtensionResults?: {
-                [key: string]: unknown;
-            };
+            clientExtensionResults?: components["schemas"]["WebAuthnClientExtensionResults"];
         } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Client extension results.
+         * @example {}
+         */
+        WebAuthnClientExtensionResults: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description The authenticator's response (attestation or assertion), base64url fields.
+         * @example {
+         *       "clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0",
+         *       "authenticatorData": "SZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2MFAAAAAQ",
+         *       "signature": "MEUCIQDx"
+         *     }
+         */
+        WebAuthnAuthenticatorResponse: {
             [key: string]: unknown;
         };
         /**
@@ -2658,34 +4246,47 @@ export interface components {
              * @description Credentials that may answer (empty for discoverable credentials).
              * @example []
              */
-            allowCredentials?: ({
-                /**
-                 * @description Credential id, base64url.
-                 * @example hFZ0Qm3qkKp8p2sV1w
-                 */
-                id: string;
-                /**
-                 * @description Always `public-key`.
-                 * @example public-key
-                 */
-                type: string;
-                /**
-                 * @description Transports the authenticator supports.
-                 * @example [
-                 *       "internal",
-                 *       "hybrid"
-                 *     ]
-                 */
-                transports?: string[];
-            } & {
-                [key: string]: unknown;
-            })[];
+            allowCredentials?: components["schemas"]["WebAuthnCredentialDescriptor"][];
+            userVerification?: components["schemas"]["WebAuthnUserVerification"];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Whether the authenticator must verify the user.
+         * @example preferred
+         * @enum {string}
+         */
+        WebAuthnUserVerification: "required" | "preferred" | "discouraged";
+        /**
+         * @description A credential by id (`PublicKeyCredentialDescriptorJSON`), in `allowCredentials` and `excludeCredentials`.
+         * @example {
+         *       "id": "hFZ0Qm3qkKp8p2sV1w",
+         *       "type": "public-key",
+         *       "transports": [
+         *         "internal",
+         *         "hybrid"
+         *       ]
+         *     }
+         */
+        WebAuthnCredentialDescriptor: {
             /**
-             * @description Whether the authenticator must verify the user.
-             * @example preferred
-             * @enum {string}
+             * @description Credential id, base64url.
+             * @example hFZ0Qm3qkKp8p2sV1w
              */
-            userVerification?: "required" | "preferred" | "discouraged";
+            id: string;
+            /**
+             * @description Always `public-key`.
+             * @example public-key
+             */
+            type: string;
+            /**
+             * @description Transports the authenticator supports.
+             * @example [
+             *       "internal",
+             *       "hybrid"
+             *     ]
+             */
+            transports?: string[];
         } & {
             [key: string]: unknown;
         };
@@ -2852,13 +4453,14 @@ export interface components {
              * @example 1.4
              */
             latency_ms: number | null;
-            /**
-             * @description Why the check failed, in fixed words (the driver's own message is logged, never returned).
-             * @example unreachable
-             * @enum {string}
-             */
-            error?: "unreachable" | "timed out" | "migrations not applied yet";
+            error?: components["schemas"]["ReadinessCheckError"];
         };
+        /**
+         * @description Why the check failed, in fixed words (the driver's own message is logged, never returned).
+         * @example unreachable
+         * @enum {string}
+         */
+        ReadinessCheckError: "unreachable" | "timed out" | "migrations not applied yet";
         /**
          * @description The state of each dependency.
          * @example {
@@ -2923,7 +4525,13 @@ export interface components {
          *       }
          *     }
          */
-        ReadinessProblem: components["schemas"]["Problem"] & {
+        ReadinessProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["UnavailableProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
             checks: components["schemas"]["ReadinessChecks"];
         };
         /**
@@ -2979,27 +4587,72 @@ export interface components {
             transport?: components["schemas"]["AuthLoginTransport"];
         };
         /**
-         * @description The second factor for a sign-in challenge. Give `challenge_token` and exactly one of `code`, `recovery_code`, `passkey`.
+         * @description The second factor for a sign-in challenge. Give `challenge_token` and exactly one of `code` (`MfaTotpLogin`), `recovery_code` (`MfaRecoveryCodeLogin`) or `passkey` (`MfaPasskeyLogin`).
          * @example {
          *       "challenge_token": "chl_Zk9mQ2x7LrN4pW1sT8vY3bC6dF0gH5jK",
          *       "code": "123456"
          *     }
          */
-        AuthMfaLoginRequest: {
+        AuthMfaLoginRequest: components["schemas"]["MfaTotpLogin"] | components["schemas"]["MfaRecoveryCodeLogin"] | components["schemas"]["MfaPasskeyLogin"];
+        /**
+         * @description Finishes a sign-in with an authenticator-app code.
+         * @example {
+         *       "challenge_token": "chl_Zk9mQ2x7LrN4pW1sT8vY3bC6dF0gH5jK",
+         *       "code": "123456"
+         *     }
+         */
+        MfaTotpLogin: {
             challenge_token: components["schemas"]["AuthChallengeToken"];
-            code?: components["schemas"]["TotpCode"];
-            /**
-             * @description One unused recovery code, format `xxxxx-xxxxx`; compared case-insensitively, spaces ignored. Spent by this use.
-             * @example k7m2p-9xq4r
-             */
-            recovery_code?: string;
-            passkey?: components["schemas"]["PasskeyProof"];
-            /**
-             * @description How the session is handed over; defaults to the `transport` of the sign-in that issued the challenge (`cookie` if it gave none).
-             * @example cookie
-             */
-            transport?: components["schemas"]["Transport"];
-        } & (unknown | unknown | unknown);
+            code: components["schemas"]["TotpCode"];
+            transport?: components["schemas"]["MfaLoginTransport"];
+        };
+        /**
+         * @description Finishes a sign-in with a recovery code.
+         * @example {
+         *       "challenge_token": "chl_Zk9mQ2x7LrN4pW1sT8vY3bC6dF0gH5jK",
+         *       "recovery_code": "k7m2p-9xq4r",
+         *       "transport": "bearer"
+         *     }
+         */
+        MfaRecoveryCodeLogin: {
+            challenge_token: components["schemas"]["AuthChallengeToken"];
+            recovery_code: components["schemas"]["RecoveryCodeInput"];
+            transport?: components["schemas"]["MfaLoginTransport"];
+        };
+        /**
+         * @description Finishes a sign-in with a passkey response (its `ceremony_token` from `POST /v1/auth/login/mfa/passkey`).
+         * @example {
+         *       "challenge_token": "chl_Zk9mQ2x7LrN4pW1sT8vY3bC6dF0gH5jK",
+         *       "passkey": {
+         *         "ceremony_token": "cer_Q2x7LrN4pW1sT8vY3bC6dF0gH5jKZk9m",
+         *         "credential": {
+         *           "id": "hFZ0Qm3qkKp8p2sV1w",
+         *           "rawId": "hFZ0Qm3qkKp8p2sV1w",
+         *           "type": "public-key",
+         *           "response": {
+         *             "clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0",
+         *             "authenticatorData": "SZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2MFAAAAAQ",
+         *             "signature": "MEUCIQDx"
+         *           }
+         *         }
+         *       }
+         *     }
+         */
+        MfaPasskeyLogin: {
+            challenge_token: components["schemas"]["AuthChallengeToken"];
+            passkey: components["schemas"]["PasskeyProof"];
+            transport?: components["schemas"]["MfaLoginTransport"];
+        };
+        /**
+         * @description One unused recovery code, format `xxxxx-xxxxx`; compared case-insensitively, spaces ignored. Spent by this use.
+         * @example k7m2p-9xq4r
+         */
+        RecoveryCodeInput: string;
+        /**
+         * @description How the session is handed over; defaults to the `transport` of the sign-in that issued the challenge (`cookie` if it gave none).
+         * @example cookie
+         */
+        MfaLoginTransport: components["schemas"]["Transport"];
         /**
          * @description The sign-in challenge to start a passkey ceremony for.
          * @example {
@@ -3410,50 +5063,8 @@ export interface components {
          *     }
          */
         WebAuthnCreationOptions: {
-            /**
-             * @description The relying party (this app).
-             * @example {
-             *       "id": "app.example.com",
-             *       "name": "Tenant API"
-             *     }
-             */
-            rp: {
-                /**
-                 * @description The relying party id (a registrable domain, from config).
-                 * @example app.example.com
-                 */
-                id: string;
-                /**
-                 * @description The name the browser shows.
-                 * @example Tenant API
-                 */
-                name: string;
-            };
-            /**
-             * @description The account the passkey is for.
-             * @example {
-             *       "id": "Yk1xWjRwTjh3UjJ0",
-             *       "name": "ada@example.com",
-             *       "displayName": "Ada Lovelace"
-             *     }
-             */
-            user: {
-                /**
-                 * @description The user handle, base64url; random and stable per user, not the `usr_` id and no personal data.
-                 * @example Yk1xWjRwTjh3UjJ0
-                 */
-                id: string;
-                /**
-                 * @description The account's email.
-                 * @example ada@example.com
-                 */
-                name: string;
-                /**
-                 * @description The account's name, or its email when it has none.
-                 * @example Ada Lovelace
-                 */
-                displayName: string;
-            };
+            rp: components["schemas"]["WebAuthnRelyingParty"];
+            user: components["schemas"]["WebAuthnUserEntity"];
             /**
              * @description The challenge, base64url.
              * @example 9mKq2Lx7Rn4Wv1Tc8Zb3Hs6Jd0Fg5PaY
@@ -3476,18 +5087,7 @@ export interface components {
              *       }
              *     ]
              */
-            pubKeyCredParams: {
-                /**
-                 * @description Always `public-key`.
-                 * @example public-key
-                 */
-                type: string;
-                /**
-                 * @description A COSE algorithm id.
-                 * @example -7
-                 */
-                alg: number;
-            }[];
+            pubKeyCredParams: components["schemas"]["WebAuthnCredentialParameter"][];
             /**
              * @description Milliseconds the browser should wait.
              * @example 300000
@@ -3506,73 +5106,124 @@ export interface components {
              *       }
              *     ]
              */
-            excludeCredentials: {
-                /**
-                 * @description Credential id, base64url.
-                 * @example hFZ0Qm3qkKp8p2sV1w
-                 */
-                id: string;
-                /**
-                 * @description Always `public-key`.
-                 * @example public-key
-                 */
-                type: string;
-                /**
-                 * @description Transports the authenticator supports.
-                 * @example [
-                 *       "internal",
-                 *       "hybrid"
-                 *     ]
-                 */
-                transports?: string[];
-            }[];
+            excludeCredentials: components["schemas"]["WebAuthnCredentialDescriptor"][];
+            authenticatorSelection: components["schemas"]["WebAuthnAuthenticatorSelection"];
+            attestation: components["schemas"]["WebAuthnAttestation"];
+            extensions?: components["schemas"]["WebAuthnExtensions"];
+        };
+        /**
+         * @description Requested extensions (`credProps`); others may be added, so clients pass unknown members on as they are.
+         * @example {
+         *       "credProps": true
+         *     }
+         */
+        WebAuthnExtensions: {
             /**
-             * @description What kind of authenticator may answer.
-             * @example {
-             *       "residentKey": "required",
-             *       "requireResidentKey": true,
-             *       "userVerification": "preferred"
-             *     }
+             * @description Ask the browser to report whether the credential is discoverable.
+             * @example true
              */
-            authenticatorSelection: {
-                /**
-                 * @description Always `required`; passkeys are discoverable credentials.
-                 * @example required
-                 * @constant
-                 */
-                residentKey: "required";
-                /**
-                 * @description Always true (the older spelling of `residentKey`).
-                 * @example true
-                 * @constant
-                 */
-                requireResidentKey: true;
-                /**
-                 * @description Whether the authenticator must verify the user; `preferred` (sign-in with the passkey later requires it).
-                 * @example preferred
-                 * @enum {string}
-                 */
-                userVerification: "required" | "preferred" | "discouraged";
-                /**
-                 * @description Absent, so both built-in and roaming authenticators may answer.
-                 * @example platform
-                 * @enum {string}
-                 */
-                authenticatorAttachment?: "platform" | "cross-platform";
-            };
+            credProps?: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Attestation conveyance; always `none` (no attestation statements are required).
+         * @example none
+         * @enum {string}
+         */
+        WebAuthnAttestation: "none" | "indirect" | "direct" | "enterprise";
+        /**
+         * @description What kind of authenticator may answer.
+         * @example {
+         *       "residentKey": "required",
+         *       "requireResidentKey": true,
+         *       "userVerification": "preferred"
+         *     }
+         */
+        WebAuthnAuthenticatorSelection: {
             /**
-             * @description Attestation conveyance; always `none` (no attestation statements are required).
-             * @example none
-             * @enum {string}
+             * @description Always `required`; passkeys are discoverable credentials.
+             * @example required
+             * @constant
              */
-            attestation: "none" | "indirect" | "direct" | "enterprise";
+            residentKey: "required";
             /**
-             * @description Requested extensions (`credProps`).
-             * @example {
-             *       "credProps": true
-             *     }
+             * @description Always true (the older spelling of `residentKey`).
+             * @example true
+             * @constant
              */
-            extensions?: Record<string, never>;
+            requireResidentKey: true;
+            userVerification: components["schemas"]["WebAuthnUserVerification"];
+            authenticatorAttachment?: components["schemas"]["WebAuthnAuthenticatorAttachment"];
+        };
+        /**
+         * @description Absent, so both built-in and roaming authenticators may answer.
+         * @example platform
+         * @enum {string}
+         */
+        WebAuthnAuthenticatorAttachment: "platform" | "cross-platform";
+        /**
+         * @description One accepted algorithm.
+         * @example {
+         *       "type": "public-key",
+         *       "alg": -7
+         *     }
+         */
+        WebAuthnCredentialParameter: {
+            /**
+             * @description Always `public-key`.
+             * @example public-key
+             */
+            type: string;
+            /**
+             * @description A COSE algorithm id.
+             * @example -7
+             */
+            alg: number;
+        };
+        /**
+         * @description The account the passkey is for.
+         * @example {
+         *       "id": "Yk1xWjRwTjh3UjJ0",
+         *       "name": "ada@example.com",
+         *       "displayName": "Ada Lovelace"
+         *     }
+         */
+        WebAuthnUserEntity: {
+            /**
+             * @description The user handle, base64url; random and stable per user, not the `usr_` id and no personal data.
+             * @example Yk1xWjRwTjh3UjJ0
+             */
+            id: string;
+            /**
+             * @description The account's email.
+             * @example ada@example.com
+             */
+            name: string;
+            /**
+             * @description The account's name, or its email when it has none.
+             * @example Ada Lovelace
+             */
+            displayName: string;
+        };
+        /**
+         * @description The relying party (this app).
+         * @example {
+         *       "id": "app.example.com",
+         *       "name": "Tenant API"
+         *     }
+         */
+        WebAuthnRelyingParty: {
+            /**
+             * @description The relying party id (a registrable domain, from config).
+             * @example app.example.com
+             */
+            id: string;
+            /**
+             * @description The name the browser shows.
+             * @example Tenant API
+             */
+            name: string;
         };
         /**
          * @description A started passkey registration. Give `options` to `navigator.credentials.create()`, then send its answer with `ceremony_token` (single use, valid 5 minutes) to `POST /v1/auth/passkeys`.
@@ -4288,18 +5939,19 @@ export interface components {
          *     }
          */
         AuditActor: {
-            /**
-             * @description `user` — a signed-in user (or an anonymous visitor when `id` is null, e.g. a failed sign-in); `operator` — a user acting through `/ops`; `system` — the service itself (jobs, schedules); `provider` — a social identity provider (server-to-server notifications).
-             * @example user
-             * @enum {string}
-             */
-            kind: "user" | "operator" | "system" | "provider";
+            kind: components["schemas"]["AuditActorKind"];
             /**
              * @description The actor's id — a user id (`usr_…`, kept after the account is deleted as a pseudonymous id), a provider name (`provider_a`, `provider_b`), a job kind for `system` — or null when unknown.
              * @example usr_01jd8x4k3m5n6p7q8r9s0t1v2w
              */
             id: string | null;
         };
+        /**
+         * @description `user` — a signed-in user (or an anonymous visitor when `id` is null, e.g. a failed sign-in); `operator` — a user acting through `/ops`; `system` — the service itself (jobs, schedules); `provider` — a social identity provider (server-to-server notifications).
+         * @example user
+         * @enum {string}
+         */
+        AuditActorKind: "user" | "operator" | "system" | "provider";
         /**
          * @description What the event is about.
          * @example {
@@ -4375,16 +6027,17 @@ export interface components {
              * @example req_01jd8x4k3m5n6p7q8r9s0t1v2w
              */
             request_id: string | null;
-            /**
-             * @description Details specific to the action (e.g. values before and after a change). Never holds passwords, tokens, codes or other secrets.
-             * @example {
-             *       "role_before": "member",
-             *       "role_after": "admin"
-             *     }
-             */
-            data: {
-                [key: string]: unknown;
-            };
+            data: components["schemas"]["AuditEventData"];
+        };
+        /**
+         * @description Details specific to the action (e.g. values before and after a change). Never holds passwords, tokens, codes or other secrets.
+         * @example {
+         *       "role_before": "member",
+         *       "role_after": "admin"
+         *     }
+         */
+        AuditEventData: {
+            [key: string]: unknown;
         };
         /**
          * @description A page of audit events, newest first.
@@ -4552,19 +6205,14 @@ export interface components {
          *     }
          */
         SignInMethod: {
-            /**
-             * @description The method — email and password, passkey, authenticator app (TOTP), or one of the two social identity providers.
-             * @example provider_b
-             * @enum {string}
-             */
-            method: "password" | "passkey" | "totp" | "provider_a" | "provider_b";
+            method: components["schemas"]["SignInMethodName"];
             /**
              * @description How the method is used — `sign_in` (a first factor, or a complete sign-in for passkeys) and/or `second_factor`.
              * @example [
              *       "sign_in"
              *     ]
              */
-            used_for: ("sign_in" | "second_factor")[];
+            used_for: components["schemas"]["SignInMethodUse"][];
             /**
              * @description Whether the configuration switches the method on.
              * @example true
@@ -4589,6 +6237,18 @@ export interface components {
              */
             missing: string[];
         };
+        /**
+         * @description What a sign-in method serves for.
+         * @example sign_in
+         * @enum {string}
+         */
+        SignInMethodUse: "sign_in" | "second_factor";
+        /**
+         * @description The method — email and password, passkey, authenticator app (TOTP), or one of the two social identity providers.
+         * @example provider_b
+         * @enum {string}
+         */
+        SignInMethodName: "password" | "passkey" | "totp" | "provider_a" | "provider_b";
         /**
          * @description Every sign-in method; the list is complete, so `next_cursor` is always null.
          * @example {
@@ -4908,12 +6568,7 @@ export interface components {
             value: components["schemas"]["SettingValue"];
             /** @description The value the setting follows without an override — the environment variable named in `environment_variable` when it is set, else the code default. */
             default: components["schemas"]["SettingValue"];
-            /**
-             * @description The kind of value: `boolean`, `integer`, `string`, `duration` (Go-style text such as `336h0m0s`; written as `336h`, `1h30m` or `90s` and shown in canonical form) or `enum` (a string from `allowed`).
-             * @example integer
-             * @enum {string}
-             */
-            type: "boolean" | "integer" | "string" | "duration" | "enum";
+            type: components["schemas"]["SettingType"];
             /**
              * @description What the setting does, including its bounds where it has any.
              * @example Minimum length of new passwords (8 to 128).
@@ -4929,12 +6584,7 @@ export interface components {
              * @example true
              */
             modified: boolean;
-            /**
-             * @description Where the value in force comes from: `override` (stored with `PUT`, the same on every instance), `environment` (the environment variable named in `environment_variable`, read at start), or `code` (the built-in default).
-             * @example override
-             * @enum {string}
-             */
-            source: "override" | "environment" | "code";
+            source: components["schemas"]["SettingSource"];
             /**
              * @description The environment variable that gives this setting's default at start (e.g. `AUTH_PASSWORD_MIN_LENGTH`), or null when only the code gives it. An override wins over it.
              * @example AUTH_PASSWORD_MIN_LENGTH
@@ -4957,6 +6607,18 @@ export interface components {
              */
             updated_by: string | null;
         };
+        /**
+         * @description Where the value in force comes from: `override` (stored with `PUT`, the same on every instance), `environment` (the environment variable named in `environment_variable`, read at start), or `code` (the built-in default).
+         * @example override
+         * @enum {string}
+         */
+        SettingSource: "override" | "environment" | "code";
+        /**
+         * @description The kind of value: `boolean`, `integer`, `string`, `duration` (Go-style text such as `336h0m0s`; written as `336h`, `1h30m` or `90s` and shown in canonical form) or `enum` (a string from `allowed`).
+         * @example integer
+         * @enum {string}
+         */
+        SettingType: "boolean" | "integer" | "string" | "duration" | "enum";
         /**
          * @description Every runtime setting, sorted by key; the list is complete, so `next_cursor` is always null.
          * @example {
@@ -5127,15 +6789,16 @@ export interface components {
              * @example Security review 2026-Q4.
              */
             reason: string;
-            /**
-             * @description `updated` — an override was stored (`PUT`); `reset` — the override was removed (`DELETE`).
-             * @example updated
-             * @enum {string}
-             */
-            action: "updated" | "reset";
+            action: components["schemas"]["SettingChangeAction"];
             value_before: components["schemas"]["SettingValue"];
             value_after: components["schemas"]["SettingValue"];
         };
+        /**
+         * @description `updated` — an override was stored (`PUT`); `reset` — the override was removed (`DELETE`).
+         * @example updated
+         * @enum {string}
+         */
+        SettingChangeAction: "updated" | "reset";
         /**
          * @description A page of a setting's changes, newest first.
          * @example {
@@ -5722,14 +7385,7 @@ export interface components {
              * @example []
              */
             errors: components["schemas"]["JobRunError"][];
-            /**
-             * @description What caused the run: `user` — an action of a signed-in user (e.g. the verification
-             *     email at registration); `operator` — an `/ops` request (run now, test email);
-             *     `system` — the schedule or the service itself.
-             * @example user
-             * @enum {string}
-             */
-            actor_kind: "user" | "operator" | "system";
+            actor_kind: components["schemas"]["JobRunActorKind"];
             /**
              * @description The user id of the user or operator who caused the run; null for `system`.
              * @example usr_01jd8x4k3m5n6p7q8r9s0t1v2w
@@ -5741,6 +7397,14 @@ export interface components {
              */
             request_id: string | null;
         };
+        /**
+         * @description What caused the run: `user` — an action of a signed-in user (e.g. the verification
+         *     email at registration); `operator` — an `/ops` request (run now, test email);
+         *     `system` — the schedule or the service itself.
+         * @example user
+         * @enum {string}
+         */
+        JobRunActorKind: "user" | "operator" | "system";
         /**
          * @description A page of job runs, newest first.
          * @example {
@@ -6030,15 +7694,16 @@ export interface components {
              * @example Retention overlaps the nightly backup window; run earlier and allow longer.
              */
             reason: string;
-            /**
-             * @description `updated` by `PUT`, `reset` by `DELETE`.
-             * @example updated
-             * @enum {string}
-             */
-            action: "updated" | "reset";
+            action: components["schemas"]["JobDefinitionChangeAction"];
             config_before: components["schemas"]["JobConfig"];
             config_after: components["schemas"]["JobConfig"];
         };
+        /**
+         * @description `updated` by `PUT`, `reset` by `DELETE`.
+         * @example updated
+         * @enum {string}
+         */
+        JobDefinitionChangeAction: "updated" | "reset";
         /**
          * @description A page of a definition's changes, newest first.
          * @example {
@@ -6446,12 +8111,7 @@ export interface components {
          *     }
          */
         MailConfig: {
-            /**
-             * @description `smtp` — sent through the configured SMTP server (nodemailer); `log` — no SMTP configured, messages are only recorded in the service log.
-             * @example smtp
-             * @enum {string}
-             */
-            transport: "smtp" | "log";
+            transport: components["schemas"]["MailTransport"];
             /**
              * @description The SMTP host; null with the `log` transport.
              * @example smtp.example.com
@@ -6484,6 +8144,12 @@ export interface components {
             auth: boolean;
         };
         /**
+         * @description `smtp` — sent through the configured SMTP server (nodemailer); `log` — no SMTP configured, messages are only recorded in the service log.
+         * @example smtp
+         * @enum {string}
+         */
+        MailTransport: "smtp" | "log";
+        /**
          * @description Where to send the test email (spec 4.3).
          * @example {
          *       "to": "ops@example.com"
@@ -6498,9 +8164,12 @@ export interface components {
             to: string;
         };
         /**
-         * @description The queued test email.
+         * @description The queued test email. `queue_paused` is true when the run's queue (`mail`) is paused:
+         *     the email then waits until an operator resumes the queue, and `message` says so.
          * @example {
          *       "job_run_id": 4191,
+         *       "queue_paused": false,
+         *       "message": "Queued on the mail queue as job run 4191: follow it with GET /ops/jobs/runs/4191.",
          *       "run": {
          *         "id": 4191,
          *         "kind": "service.mail.send",
@@ -6523,6 +8192,13 @@ export interface components {
         MailTestAccepted: {
             job_run_id: components["schemas"]["JobRunId"];
             run: components["schemas"]["JobRun"];
+            /** @description Whether the run's queue is paused (nothing on it runs until `POST /ops/queues/{name}/resume`). */
+            queue_paused: boolean;
+            /**
+             * @description What happens next, for humans (not for matching).
+             * @example Queued on the mail queue as job run 4191: follow it with GET /ops/jobs/runs/4191.
+             */
+            message: string;
         };
     };
     responses: {
@@ -6543,10 +8219,10 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["MalformedBodyProblem"];
             };
         };
-        /** @description No valid session: the token or cookie is missing, unknown, expired or revoked. Codes: `unauthenticated`. */
+        /** @description No valid session: the token or cookie is missing, unknown, expired or revoked. On `/ops`, which takes only a bearer token, a request with the session cookie and no bearer token gets this answer with a `detail` saying so. Codes: `unauthenticated`. */
         Unauthenticated: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -6563,7 +8239,7 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["UnauthenticatedProblem"];
             };
         };
         /** @description The caller is signed in but may not do this (for cookie sessions, also a request from a foreign origin). Codes: `forbidden`. */
@@ -6583,10 +8259,10 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["ForbiddenProblem"];
             };
         };
-        /** @description The caller is signed in but is not an operator. Codes: `forbidden`. */
+        /** @description The caller is signed in with a bearer token but is not an operator. Codes: `forbidden`. */
         OperatorOnly: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -6603,7 +8279,7 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["ForbiddenProblem"];
             };
         };
         /** @description No such resource (or it is not visible to the caller), or no such path. Codes: `not_found`. */
@@ -6623,7 +8299,7 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["NotFoundProblem"];
             };
         };
         /** @description The path exists but does not take this method; `Allow` lists those it takes. No operation documents it: any path of the contract can answer it. Codes: `method_not_allowed`. */
@@ -6645,7 +8321,7 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["MethodNotAllowedProblem"];
             };
         };
         /** @description The body is larger than 1 MiB. Codes: `payload_too_large`. */
@@ -6665,7 +8341,7 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["PayloadTooLargeProblem"];
             };
         };
         /** @description The body's media type (`Content-Type`, parameters such as charset aside) is not one the operation takes; `Accept` lists those it does. Codes: `unsupported_media_type`. */
@@ -6687,7 +8363,7 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
             };
         };
         /** @description The request does not match the contract; `errors` names every offending part. Codes: `validation_failed`. */
@@ -6721,6 +8397,8 @@ export interface components {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -6734,7 +8412,7 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["RateLimitedProblem"];
             };
         };
         /** @description An unexpected error; the body carries no stack, SQL or secrets. Codes: `internal`. */
@@ -6754,7 +8432,7 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["InternalProblem"];
             };
         };
         /** @description A dependency (database, Redis) is unreachable or maintenance mode is on (`unavailable`); the provider is not configured on this service (`provider_not_configured`: /ops/auth/providers says what is missing); or the provider could not be reached within PROVIDER_TIMEOUT_MS (`provider_unavailable`). Codes: `unavailable`, `provider_not_configured`, `provider_unavailable`. */
@@ -6765,7 +8443,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["SocialUnavailableProblem"];
             };
         };
         /** @description A dependency (database, Redis) is unreachable, or maintenance mode is on for writes; try again after `Retry-After` seconds. Codes: `unavailable`. */
@@ -6786,7 +8464,7 @@ export interface components {
                  *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["UnavailableProblem"];
             };
         };
     };
@@ -6862,12 +8540,24 @@ export interface components {
         JobRunIdPath: components["schemas"]["JobRunId"];
         /** @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404. */
         QueueNamePath: string;
-        /** @description Only runs of this job kind (exact match), e.g. `service.mail.send`. */
-        JobRunKindQuery: string;
-        /** @description Only runs in this state. */
-        JobRunStateQuery: components["schemas"]["JobState"];
-        /** @description Only runs on this queue (exact match). */
-        JobRunQueueQuery: string;
+        /**
+         * @description Only runs of these job kinds (exact match), e.g. `service.mail.send`. Several kinds are
+         *     comma-separated (`kind=service.mail.send,service.auth.password_reset`); repeating the
+         *     parameter (`kind=a&kind=b`) works too. At most 20.
+         */
+        JobRunKindQuery: string[];
+        /**
+         * @description Only runs in these states. Several states are comma-separated
+         *     (`state=retryable,discarded`: the runs that failed); repeating the parameter
+         *     (`state=retryable&state=discarded`) works too. A value that is not a state answers 422
+         *     at `query.state`.
+         */
+        JobRunStateQuery: components["schemas"]["JobState"][];
+        /**
+         * @description Only runs on these queues (exact match). Several queues are comma-separated
+         *     (`queue=mail,default`); repeating the parameter works too. At most 20.
+         */
+        JobRunQueueQuery: string[];
     };
     requestBodies: never;
     headers: {
@@ -6877,6 +8567,24 @@ export interface components {
         CacheControlNoStore: "no-store";
         /** @description Seconds to wait before trying again. */
         RetryAfter: number;
+        /**
+         * @description The rate limits this operation counted the request against (IETF httpapi draft "RateLimit
+         *     header fields for HTTP", structured fields): one item per limit, its name as a string,
+         *     `q` the attempts it allows per window and `w` the window in seconds. Limits are counted per
+         *     client IP (`login.ip`, `register.ip`), per address (`login.email`, `password_forgot.email`,
+         *     `verification_resend.email`, `code_failures.account`), per user (`step_up.user`,
+         *     `recovery_codes.user`), per organisation (`invitations.org`) or per invitation
+         *     (`invitation_resend.invitation`); `ip` is the per-IP ceiling every request counts against
+         *     (sent only with its 429). Sent with `RateLimit` on every answer of an operation that counted
+         *     the request, errors included.
+         */
+        RateLimitPolicy: string;
+        /**
+         * @description What is left of each limit named in `RateLimit-Policy`, in the same order: `r` the attempts
+         *     remaining in the current window and `t` the seconds until it ends and the quota is whole
+         *     again. `r=0` means the next attempt will be refused (429) until then.
+         */
+        RateLimit: string;
         /**
          * @description Sets (or, on sign-out, clears) the HttpOnly session cookie (`__Host-session` on https,
          *     `session` on plain http).
@@ -7118,9 +8826,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -7143,6 +8849,8 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7160,7 +8868,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["RegistrationClosedProblem"];
                 };
             };
             /** @description The email address already has an account. Codes: `email_taken`. */
@@ -7171,7 +8879,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["EmailTakenProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -7184,7 +8892,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["PasswordValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -7209,6 +8917,8 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7221,6 +8931,8 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -7237,7 +8949,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvalidCredentialsProblem"];
                 };
             };
             /** @description The account is disabled by an operator: no way of signing in works (the credentials were right). Codes: `account_disabled`. */
@@ -7248,7 +8960,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["AccountDisabledProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -7293,7 +9005,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["SecondFactorRejectedProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -7308,7 +9020,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["RateLimitedProblem"];
                 };
             };
             500: components["responses"]["Internal"];
@@ -7348,7 +9060,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvalidChallengeProblem"];
                 };
             };
             /** @description The user has no passkey; use another method of the challenge. Codes: `no_passkeys`. */
@@ -7359,7 +9071,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["NoPasskeysProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -7466,6 +9178,8 @@ export interface operations {
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -7481,7 +9195,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["ReauthenticationFailedProblem"];
                 };
             };
             403: components["responses"]["Forbidden"];
@@ -7493,7 +9207,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["LastOwnerProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -7506,7 +9220,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["SecondFactorValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -7597,6 +9311,8 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -7613,7 +9329,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["UnauthenticatedOrInvalidCodeProblem"];
                 };
             };
             403: components["responses"]["Forbidden"];
@@ -7625,7 +9341,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["AlreadyVerifiedProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -7649,6 +9365,8 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -7666,7 +9384,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["AlreadyVerifiedProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -7691,6 +9409,8 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -7707,7 +9427,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["UnauthenticatedOrInvalidCredentialsProblem"];
                 };
             };
             403: components["responses"]["Forbidden"];
@@ -7719,7 +9439,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["PasswordNotSetProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -7732,7 +9452,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["PasswordValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -7757,6 +9477,8 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -7790,6 +9512,8 @@ export interface operations {
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -7804,7 +9528,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvalidCodeProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -7817,7 +9541,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["PasswordValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -7855,7 +9579,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["TotpAlreadyEnabledProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -7880,6 +9604,8 @@ export interface operations {
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -7898,7 +9624,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["UnauthenticatedOrInvalidCodeProblem"];
                 };
             };
             403: components["responses"]["Forbidden"];
@@ -7910,7 +9636,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["MfaNotEnabledProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -7923,7 +9649,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["SecondFactorValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -7964,7 +9690,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["UnauthenticatedOrInvalidCodeProblem"];
                 };
             };
             403: components["responses"]["Forbidden"];
@@ -7980,7 +9706,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["TotpNotConfirmedProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8008,6 +9734,8 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -8028,7 +9756,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["UnauthenticatedOrInvalidCodeProblem"];
                 };
             };
             403: components["responses"]["Forbidden"];
@@ -8040,7 +9768,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["MfaNotEnabledProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8122,7 +9850,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["PasskeyNotAddedProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8141,7 +9869,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["PasskeyValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -8184,7 +9912,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["PasskeyLimitReachedProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8250,6 +9978,8 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -8271,7 +10001,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvalidCredentialsProblem"];
                 };
             };
             /** @description The account is disabled by an operator: no way of signing in works (the credentials were right). Codes: `account_disabled`. */
@@ -8282,7 +10012,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["AccountDisabledProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8345,7 +10075,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["NoPasskeysProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -8376,6 +10106,8 @@ export interface operations {
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -8394,7 +10126,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["UnauthenticatedOrInvalidCodeProblem"];
                 };
             };
             403: components["responses"]["Forbidden"];
@@ -8407,7 +10139,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["LastSignInMethodProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8420,7 +10152,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["SecondFactorValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -8476,7 +10208,7 @@ export interface operations {
                 /** @description Where the callback sends the browser afterwards. An absolute URL whose origin is one of the configured app origins. */
                 redirect_to: string;
                 /** @description `login` signs in (or signs up); `link` links the identity to the signed-in user. */
-                intent?: "login" | "link";
+                intent?: components["schemas"]["SocialStartIntent"];
             };
             header?: never;
             path: {
@@ -8516,7 +10248,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["ProviderAlreadyLinkedProblem"];
                 };
             };
             /**
@@ -8531,7 +10263,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["RedirectValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -8611,7 +10343,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvalidStateProblem"];
                 };
             };
             422: components["responses"]["ValidationFailed"];
@@ -8657,7 +10389,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["CallbackBadRequestProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8701,7 +10433,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvalidSignatureProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8729,6 +10461,8 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -8741,6 +10475,8 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -8757,7 +10493,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvalidTokenProblem"];
                 };
             };
             /** @description No account exists and sign-up is turned off (`registration_closed`), or the account is disabled (`account_disabled`). Codes: `registration_closed`, `account_disabled`. */
@@ -8768,7 +10504,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["RegistrationClosedOrAccountDisabledProblem"];
                 };
             };
             /** @description An account with the same email exists but cannot be linked automatically (the provider or the account has not verified the email): sign in another way, then link the provider with the browser flow and `intent=link`. Codes: `account_exists`. */
@@ -8779,7 +10515,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["AccountExistsProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8807,6 +10543,8 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Set-Cookie": components["headers"]["SetSessionCookie"];
                     [name: string]: unknown;
@@ -8819,6 +10557,8 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     [name: string]: unknown;
                 };
@@ -8835,7 +10575,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvalidTokenProblem"];
                 };
             };
             /** @description No account exists and sign-up is turned off (`registration_closed`), or the account is disabled (`account_disabled`). Codes: `registration_closed`, `account_disabled`. */
@@ -8846,7 +10586,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["RegistrationClosedOrAccountDisabledProblem"];
                 };
             };
             /** @description An account with the same email exists but cannot be linked automatically (the provider or the account has not verified the email): sign in another way, then link the provider with the browser flow and `intent=link`. Codes: `account_exists`. */
@@ -8857,7 +10597,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["AccountExistsProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -8935,7 +10675,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["LastSignInMethodProblem"];
                 };
             };
             422: components["responses"]["ValidationFailed"];
@@ -9011,7 +10751,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["EmailNotVerifiedOrForbiddenProblem"];
                 };
             };
             /** @description The requested slug is already used by another organisation (including soft-deleted ones not yet purged). Codes: `slug_taken`. */
@@ -9021,7 +10761,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["SlugTakenProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -9151,7 +10891,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["SlugTakenProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -9197,7 +10937,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["NotDeletedProblem"];
                 };
             };
             422: components["responses"]["ValidationFailed"];
@@ -9239,7 +10979,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["LastOwnerProblem"];
                 };
             };
             422: components["responses"]["ValidationFailed"];
@@ -9324,7 +11064,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["LastOwnerProblem"];
                 };
             };
             422: components["responses"]["ValidationFailed"];
@@ -9378,7 +11118,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["LastOwnerProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -9451,6 +11191,8 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9468,7 +11210,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["AlreadyMemberOrInvitationPendingProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -9482,7 +11224,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["RateLimitedProblem"];
                 };
             };
             500: components["responses"]["Internal"];
@@ -9550,6 +11292,8 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9568,7 +11312,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["RateLimitedProblem"];
                 };
             };
             500: components["responses"]["Internal"];
@@ -9607,7 +11351,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvitationAcceptForbiddenProblem"];
                 };
             };
             /** @description No invitation has this token. Codes: `invitation_not_found`. */
@@ -9617,7 +11361,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvitationNotFoundProblem"];
                 };
             };
             /** @description The caller is already a member of the organisation. Codes: `already_member`. */
@@ -9627,7 +11371,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["AlreadyMemberProblem"];
                 };
             };
             /** @description The invitation exists but can no longer be accepted. Codes: `invitation_expired`, `invitation_revoked`, `invitation_used`. */
@@ -9637,7 +11381,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["InvitationGoneProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -9728,7 +11472,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["ProjectNameTakenProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -9859,7 +11603,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["ProjectNameTakenProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -10143,7 +11887,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["VersionConflictProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -10156,7 +11900,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["SettingValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -10206,7 +11950,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["VersionConflictProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -10475,7 +12219,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["VersionConflictProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -10493,7 +12237,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["JobConfigValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -10569,7 +12313,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["VersionConflictProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -10670,7 +12414,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["JobDisabledProblem"];
                 };
             };
             /**
@@ -10685,7 +12429,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["JobRunValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -10750,11 +12494,23 @@ export interface operations {
     listJobRuns: {
         parameters: {
             query?: {
-                /** @description Only runs of this job kind (exact match), e.g. `service.mail.send`. */
+                /**
+                 * @description Only runs of these job kinds (exact match), e.g. `service.mail.send`. Several kinds are
+                 *     comma-separated (`kind=service.mail.send,service.auth.password_reset`); repeating the
+                 *     parameter (`kind=a&kind=b`) works too. At most 20.
+                 */
                 kind?: components["parameters"]["JobRunKindQuery"];
-                /** @description Only runs in this state. */
+                /**
+                 * @description Only runs in these states. Several states are comma-separated
+                 *     (`state=retryable,discarded`: the runs that failed); repeating the parameter
+                 *     (`state=retryable&state=discarded`) works too. A value that is not a state answers 422
+                 *     at `query.state`.
+                 */
                 state?: components["parameters"]["JobRunStateQuery"];
-                /** @description Only runs on this queue (exact match). */
+                /**
+                 * @description Only runs on these queues (exact match). Several queues are comma-separated
+                 *     (`queue=mail,default`); repeating the parameter works too. At most 20.
+                 */
                 queue?: components["parameters"]["JobRunQueueQuery"];
                 /** @description Maximum number of items to return (1–200). */
                 limit?: components["parameters"]["Limit"];
@@ -10911,7 +12667,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["JobCancelValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];
@@ -11002,7 +12758,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                    "application/problem+json": components["schemas"]["JobRetryValidationProblem"];
                 };
             };
             429: components["responses"]["RateLimited"];

@@ -1,7 +1,7 @@
 // The one error type of the service. Domains throw AppErrors with a stable code and an HTTP-like
 // status; only src/http turns them into Problem bodies. Each domain declares its codes once with
 // `defineErrors` (its own errors.ts), and a test checks every declared code against the codes the
-// contract lists (`x-problem-codes`), so a code the contract does not document cannot ship.
+// contract lists (each error response's problem schema has a `code` enum), so a code the contract does not document cannot ship.
 
 export interface ValidationIssue {
   message: string;

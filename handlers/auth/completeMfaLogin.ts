@@ -2,13 +2,10 @@ import type { Handler } from '../types';
 import { sessionReply } from './session-reply';
 import { toPasskeyProof } from './proof';
 
-/** 200 LoginSuccess: the challenge is finished with exactly one second factor. */
+/** 200 LoginSuccess: the challenge is finished with exactly one second factor (the body's oneOf). */
 export const completeMfaLogin: Handler<'completeMfaLogin'> = async ({ app, services, body, meta }) => {
-  const factor = body.passkey
-    ? { passkey: toPasskeyProof(body.passkey) }
-    : body.recovery_code !== undefined
-      ? { recoveryCode: body.recovery_code }
-      : { code: body.code! };
+  const factor =
+    'passkey' in body ? { passkey: toPasskeyProof(body.passkey) } : 'recovery_code' in body ? { recoveryCode: body.recovery_code } : { code: body.code };
   const issued = await services.mfa.complete({ challengeToken: body.challenge_token, factor, transport: body.transport }, meta);
   const reply = sessionReply(app.config, issued, app.now());
   return { status: 200, body: reply.body, headers: reply.headers };

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { projectRoot } from '../../src/config';
 import { loadContract } from '../../src/http/contract';
 import { declaredErrors } from '../../src/errors';
+import { problemCodes } from '../support/problem-codes';
 import '../../src/services'; // loads every domain, so every domain's errors are declared
 import '../../src/http/router';
 
@@ -38,21 +39,17 @@ it('keeps domains free of HTTP: only src/http and the composition root (app, app
 it('documents every declared error code in the contract, with its status', () => {
   const contract = loadContract();
   const documented = new Set<string>();
-  const deref = (obj: any) => {
-    while (obj?.$ref) obj = obj.$ref.replace(/^#\//, '').split('/').reduce((o: any, k: string) => o[k], contract.document);
-    return obj;
-  };
   for (const item of Object.values<any>(contract.document.paths)) {
     for (const op of Object.values<any>(item)) {
       for (const [status, response] of Object.entries<any>(op?.responses ?? {})) {
-        for (const code of deref(response)['x-problem-codes'] ?? []) documented.add(`${status} ${code}`);
+        for (const code of problemCodes(contract.document, response)) documented.add(`${status} ${code}`);
       }
     }
   }
   // Answers no operation gives (405 for a wrong method) are documented as shared responses.
   for (const response of Object.values<any>(contract.document.components.responses ?? {})) {
     const status = /^\d{3}$/.test(String(response['x-status'])) ? response['x-status'] : null;
-    for (const code of response['x-problem-codes'] ?? []) if (status) documented.add(`${status} ${code}`);
+    for (const code of problemCodes(contract.document, response)) if (status) documented.add(`${status} ${code}`);
   }
   expect(declaredErrors.length).toBeGreaterThan(10);
   const missing = declaredErrors.filter((e) => !documented.has(`${e.status} ${e.code}`)).map((e) => `${e.domain}: ${e.status} ${e.code}`);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { loadContract } from '../../src/http/contract';
 import { handlers } from '../../handlers';
 import { projectRoot } from '../../src/config';
+import { problemCodes } from '../support/problem-codes';
 
 const contract = loadContract();
 const ops = [...contract.operations.values()];
@@ -62,11 +63,51 @@ it('every request body has an example and every error response names its codes',
     for (const [status, response] of Object.entries<any>(o.responses)) {
       if (Number(status) < 400) continue;
       const r = deref(response);
-      const codes: string[] = r['x-problem-codes'] ?? [];
+      const codes = problemCodes(contract.document, r);
       expect({ id: op.operationId, status, codes: codes.length > 0 }).toEqual({ id: op.operationId, status, codes: true });
       for (const code of codes) expect({ id: op.operationId, status, code, inDescription: r.description.includes(`\`${code}\``) }).toMatchObject({ inDescription: true });
     }
   }
+});
+
+describe('problem schemas, as SDK generators read them', () => {
+  const schemas = contract.document.components.schemas as Record<string, any>;
+  const problemResponses = () =>
+    ops.flatMap((op) =>
+      Object.entries<any>(raw(op).responses)
+        .filter(([status]) => Number(status) >= 400)
+        .map(([status, response]) => ({ where: `${op.operationId} ${status}`, status, media: deref(response).content?.['application/problem+json'] })),
+    );
+
+  it('each error response names its own problem schema, whose code is a named enum (a typed switch)', () => {
+    for (const { where, media } of problemResponses()) {
+      const ref: string | undefined = media?.schema?.$ref;
+      expect({ where, named: !!ref }).toEqual({ where, named: true });
+      const codeRef: string | undefined = deref(media.schema).properties?.code?.$ref;
+      expect({ where, codeIsNamedEnum: !!codeRef && Array.isArray(deref({ $ref: codeRef }).enum) }).toEqual({ where, codeIsNamedEnum: true });
+    }
+  });
+
+  it('every 422 problem schema declares errors as a required array of ValidationIssue', () => {
+    for (const { where, status, media } of problemResponses()) {
+      if (status !== '422') continue;
+      const schema = deref(media.schema);
+      expect({ where, required: schema.required.includes('errors'), errors: schema.properties.errors }).toEqual({
+        where,
+        required: true,
+        errors: { $ref: '#/components/schemas/ValidationIssues' },
+      });
+    }
+  });
+
+  it('ProblemCode lists exactly the codes of every problem schema', () => {
+    const used = new Set<string>();
+    for (const [name, schema] of Object.entries(schemas)) {
+      if (name === 'Problem' || !schema.properties?.code?.$ref) continue;
+      for (const code of deref(schema.properties.code).enum ?? []) used.add(code);
+    }
+    expect([...schemas.ProblemCode.enum].sort()).toEqual([...used].sort());
+  });
 });
 
 it('every operation with a body documents 400, 413, 415 and 422; every protected one 401; every /ops one 403', () => {
