@@ -70,6 +70,47 @@ it('every request body has an example and every error response names its codes',
   }
 });
 
+describe('schemas, as SDK generators name them', () => {
+  /** Every schema object below `node` (not examples), with its JSON path. */
+  function* schemasIn(node: any, at: string, root: boolean): Generator<{ at: string; schema: any; root: boolean }> {
+    if (!node || typeof node !== 'object') return;
+    if (Array.isArray(node)) {
+      for (const [i, n] of node.entries()) yield* schemasIn(n, `${at}/${i}`, false);
+      return;
+    }
+    yield { at, schema: node, root };
+    for (const [k, v] of Object.entries(node)) if (k !== 'example' && k !== 'examples') yield* schemasIn(v, `${at}/${k}`, false);
+  }
+  const everywhere = () => [
+    ...Object.entries<any>(contract.document.components.schemas).flatMap(([name, s]) => [...schemasIn(s, `schemas/${name}`, true)]),
+    ...schemasIn(contract.document.paths, 'paths', false),
+    ...schemasIn(contract.document.components.parameters, 'parameters', false),
+    ...schemasIn(contract.document.components.responses, 'responses', false),
+  ];
+  const isObject = (s: any) => s.type === 'object' || (Array.isArray(s.type) && s.type.includes('object'));
+
+  it('enums and objects are named components (generators would otherwise invent names like MfaChallengeMethodsItem)', () => {
+    const inline = everywhere()
+      .filter(({ schema, root }) => !root && !schema.$ref && (Array.isArray(schema.enum) || (isObject(schema) && (schema.properties || schema.additionalProperties))))
+      .map(({ at }) => at);
+    expect(inline).toEqual([]);
+  });
+
+  it('compositions combine named schemas (or null), never inline objects (no generated …AllOf names)', () => {
+    const inline = everywhere().flatMap(({ at, schema }) =>
+      ['allOf', 'oneOf', 'anyOf'].flatMap((k) => (schema[k] ?? []).filter((m: any) => !m.$ref && m.type !== 'null').map(() => `${at}/${k}`)),
+    );
+    expect(inline).toEqual([]);
+  });
+
+  it('every object says what it holds (an object with neither properties nor additionalProperties becomes Record<string, never>)', () => {
+    const empty = everywhere()
+      .filter(({ schema }) => isObject(schema) && !schema.properties && schema.additionalProperties === undefined && !schema.allOf && !schema.oneOf && !schema.anyOf)
+      .map(({ at }) => at);
+    expect(empty).toEqual([]);
+  });
+});
+
 describe('problem schemas, as SDK generators read them', () => {
   const schemas = contract.document.components.schemas as Record<string, any>;
   const problemResponses = () =>
