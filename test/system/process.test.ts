@@ -1,12 +1,17 @@
 // The real process, as an operator runs it: `tsx src/main.ts <command>` spawned with its own
-// environment. Covers the production config check, serve (logs, health, readiness, SIGTERM),
-// graceful shutdown with a request in flight, grant-operator, and a database down at start.
+// environment, and the compiled `node dist/src/main.js <command>` in the Docker image's layout.
+// Covers the production config check, serve (logs, health, readiness, SIGTERM), graceful
+// shutdown with a request in flight, the account commands (which database they use), and a
+// database down at start.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import knex from 'knex';
+import ts from 'typescript';
 import { cloneTemplateDatabase, databaseUrl, dropDatabase } from '../support/databases';
 import { freePort } from '../support/ports';
 
@@ -23,7 +28,7 @@ const ROOT = path.resolve(__dirname, '../..');
 const NODE_TS = [process.execPath, ['--import', 'tsx']] as const;
 
 /** Settings the tests control; removed from the inherited environment unless set explicitly. */
-const CONTROLLED = ['NODE_ENV', 'DATABASE_URL', 'SESSION_SECRET', 'PUBLIC_BASE_URL', 'PORT', 'HOST', 'LOG_LEVEL', 'REDIS_PREFIX', 'OPERATOR_EMAILS'];
+const CONTROLLED = ['NODE_ENV', 'DATABASE_URL', 'SESSION_SECRET', 'PUBLIC_BASE_URL', 'PORT', 'HOST', 'LOG_LEVEL', 'REDIS_PREFIX', 'OPERATOR_EMAILS', 'DATA_DIR', 'EMBEDDED_POSTGRES_PORT'];
 
 interface Proc {
   child: ChildProcess;
@@ -37,12 +42,22 @@ interface Proc {
 const running = new Set<Proc>();
 const sockets = new Set<net.Socket>();
 
+/** `src/main.ts <args>` from the checkout, through tsx. */
 function start(args: string[], env: Record<string, string | undefined>): Proc {
+  return spawnProc([...NODE_TS[1], 'src/main.ts', ...args], ROOT, env);
+}
+
+/** `node dist/src/main.js <args>` in a directory laid out like the image (see buildImageLayout). */
+function startBuilt(imageDir: string, args: string[], env: Record<string, string | undefined>): Proc {
+  return spawnProc(['dist/src/main.js', ...args], imageDir, env);
+}
+
+function spawnProc(nodeArgs: string[], cwd: string, env: Record<string, string | undefined>): Proc {
   const childEnv: Record<string, string | undefined> = { ...process.env };
   for (const name of CONTROLLED) delete childEnv[name];
   Object.assign(childEnv, env);
   // detached: its own process group, so cleanup can kill whatever it starts.
-  const child = spawn(NODE_TS[0], [...NODE_TS[1], 'src/main.ts', ...args], { cwd: ROOT, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(NODE_TS[0], nodeArgs, { cwd, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -195,6 +210,34 @@ async function serveEnv(databaseUrlValue: string): Promise<{ port: number; env: 
   };
 }
 
+/**
+ * The Docker image's layout in a temporary directory: package.json, openapi.yaml, node_modules
+ * (a link to the checkout's) and dist/ compiled from this checkout, and nothing else (no src/,
+ * no tsx loader, no .data). dist/ is compiled file by file with TypeScript's transpileModule and
+ * the options of tsconfig.build.json: under `isolatedModules` that emits what `npm run build`
+ * emits, byte for byte, in a fraction of the time (type errors are `npm run typecheck`'s job).
+ * So the test needs no earlier build and never reads a stale dist/.
+ */
+function buildImageLayout(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenant-api-image-'));
+  const parsed = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.build.json'), {}, {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: (d) => {
+      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    },
+  });
+  if (!parsed) throw new Error('cannot read tsconfig.build.json');
+  for (const file of parsed.fileNames) {
+    const { outputText } = ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions: parsed.options, fileName: file });
+    const out = path.join(dir, 'dist', path.relative(ROOT, file).replace(/\.ts$/, '.js'));
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    fs.writeFileSync(out, outputText);
+  }
+  for (const file of ['package.json', 'openapi.yaml']) fs.copyFileSync(path.join(ROOT, file), path.join(dir, file));
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  return dir;
+}
+
 async function stopWithSigterm(proc: Proc, ms = 10_000) {
   proc.child.kill('SIGTERM'); // tsx relays it to the node process running main.ts
   return withTimeout(proc.exit, ms, 'the process to exit after SIGTERM');
@@ -313,11 +356,11 @@ describe('serve', () => {
 });
 
 describe('grant-operator', () => {
-  it('exits 1 for an unknown email, and grants the role to an existing account ignoring case', async () => {
+  it('exits 1 for an unknown email, and grants the role to an existing account ignoring case, naming the database', async () => {
     const env = { NODE_ENV: 'development', DATABASE_URL: databaseUrl(dbName), LOG_LEVEL: 'info' };
     const unknown = start(['grant-operator', 'nobody@example.com'], env);
     expect((await withTimeout(unknown.exit, 15_000, 'grant-operator to exit')).code).toBe(1);
-    expect(unknown.stderr()).toContain('No account with the email nobody@example.com');
+    expect(unknown.stderr()).toContain(`No account with the email nobody@example.com in ${databaseUrl(dbName)}.`);
 
     const userDb = knex({ client: 'pg', connection: databaseUrl(dbName), pool: { min: 0, max: 1 } });
     try {
@@ -325,11 +368,135 @@ describe('grant-operator', () => {
       const granted = start(['grant-operator', 'OPS@example.com'], env);
       const { code } = await withTimeout(granted.exit, 15_000, 'grant-operator to exit');
       expect({ code, stderr: granted.stderr() }).toEqual({ code: 0, stderr: '' });
-      expect(granted.logs().find((l) => l.message === 'operator granted')).toMatchObject({ email: 'OPS@example.com' });
+      expect(granted.logs().find((l) => l.message === 'operator granted')).toMatchObject({ email: 'OPS@example.com', database: databaseUrl(dbName) });
       const row = await userDb('users').where({ id: 'usr_01jd8x4k3m5n6p7q8r9s0t1v2w' }).first();
       expect(row.is_operator).toBe(true);
     } finally {
       await userDb.destroy();
+    }
+  });
+
+  it('without DATABASE_URL and no embedded database, refuses naming DATABASE_URL and creates nothing', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenant-api-data-'));
+    try {
+      const proc = start(['grant-operator', 'ops@example.com'], { NODE_ENV: 'development', DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+      expect((await withTimeout(proc.exit, 15_000, 'grant-operator to exit')).code).toBe(1);
+      expect(proc.stderr()).toContain(`DATABASE_URL is not set, and there is no embedded database under ${path.join(dataDir, 'postgres')}`);
+      expect(proc.stderr()).toContain('Set DATABASE_URL to the database the service uses');
+      expect(proc.stderr()).not.toContain('No account');
+      expect(fs.readdirSync(dataDir)).toEqual([]); // no embedded server was made
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+// `npm start` with no configuration: the embedded PostgreSQL under DATA_DIR. The account
+// commands use that same database, whether the service is running (its server, on its port) or
+// stopped (started for the command and stopped after it).
+describe('account commands on the embedded database of npm start', () => {
+  let dataDir: string;
+  beforeAll(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenant-api-data-'));
+    // Run as root, the embedded server runs as a user of its own, which must reach the directory.
+    fs.chmodSync(dataDir, 0o755);
+  });
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('grants the role while the service runs on it, and again once it is stopped', async () => {
+    const port = await freePort();
+    const env = {
+      NODE_ENV: 'development',
+      DATA_DIR: dataDir,
+      EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      REDIS_PREFIX: `test:process:${randomBytes(4).toString('hex')}:`,
+    };
+    const serve = start(['serve'], env);
+    await waitFor('GET /readyz 200', async () => serve.child.exitCode === null && (await get(port, '/readyz')).status === 200, 30_000, serve);
+    const registered = await request(port, 'POST', '/v1/auth/register', { body: { email: 'local-ops@example.com', password: 'correct horse battery staple', transport: 'bearer' } });
+    expect(registered.status).toBe(201);
+
+    // No EMBEDDED_POSTGRES_PORT: the command finds the running server from its data directory.
+    const label = `the embedded PostgreSQL under ${path.join(dataDir, 'postgres')} (DATABASE_URL is not set)`;
+    const commandEnv = { NODE_ENV: 'development', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+    const unknown = start(['grant-operator', 'nobody@example.com'], commandEnv);
+    expect((await withTimeout(unknown.exit, 15_000, 'grant-operator to exit')).code).toBe(1);
+    expect(unknown.stderr()).toContain(`No account with the email nobody@example.com in ${label}.`);
+
+    const granted = start(['grant-operator', 'local-ops@example.com'], commandEnv);
+    expect((await withTimeout(granted.exit, 15_000, 'grant-operator to exit')).code).toBe(0);
+    expect(granted.logs().find((l) => l.message === 'operator granted')).toMatchObject({ database: label });
+    const me = await get(port, '/v1/auth/me', { Authorization: `Bearer ${registered.body.token}` });
+    expect(me.body).toMatchObject({ email: 'local-ops@example.com', operator: true });
+    expect((await stopWithSigterm(serve)).code).toBe(0);
+
+    // Stopped: the command starts the embedded server itself, and stops it again.
+    const disabled = start(['disable-account', 'local-ops@example.com'], { ...commandEnv, EMBEDDED_POSTGRES_PORT: env.EMBEDDED_POSTGRES_PORT });
+    expect((await withTimeout(disabled.exit, 30_000, 'disable-account to exit')).code).toBe(0);
+    expect(disabled.logs().find((l) => l.message === 'account disabled')).toMatchObject({ database: label, sessionsRevoked: 1 });
+    expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+  }, 120_000);
+});
+
+// The image has dist/, production node_modules, package.json and openapi.yaml: no src/, no tsx.
+describe('the built commands, as in the Docker image', () => {
+  let imageDir: string;
+  beforeAll(() => {
+    imageDir = buildImageLayout();
+  }, 60_000);
+  afterAll(() => fs.rmSync(imageDir, { recursive: true, force: true }));
+
+  it('node dist/src/main.js grant-operator, disable-account and enable-account work on DATABASE_URL', async () => {
+    const env = { NODE_ENV: 'development', DATABASE_URL: databaseUrl(dbName), LOG_LEVEL: 'info' };
+    const userDb = knex({ client: 'pg', connection: databaseUrl(dbName), pool: { min: 0, max: 1 } });
+    try {
+      const id = 'usr_01jd8x4k3m5n6p7q8r9s0t1v4y';
+      await userDb.raw(`insert into users (id, email) values (?, 'image-ops@example.com')`, [id]);
+      const unknown = startBuilt(imageDir, ['grant-operator', 'nobody@example.com'], env);
+      expect((await withTimeout(unknown.exit, 15_000, 'grant-operator to exit')).code).toBe(1);
+      expect(unknown.stderr()).toBe(`No account with the email nobody@example.com in ${databaseUrl(dbName)}. Register it first, then run this again.\n`);
+
+      const granted = startBuilt(imageDir, ['grant-operator', 'image-ops@example.com'], env);
+      expect((await withTimeout(granted.exit, 15_000, 'grant-operator to exit')).code).toBe(0);
+      expect(granted.logs().find((l) => l.message === 'operator granted')).toMatchObject({ email: 'image-ops@example.com', database: databaseUrl(dbName) });
+      expect((await userDb('users').where({ id }).first()).is_operator).toBe(true);
+
+      const disabled = startBuilt(imageDir, ['disable-account', 'image-ops@example.com'], env);
+      expect((await withTimeout(disabled.exit, 15_000, 'disable-account to exit')).code).toBe(0);
+      expect((await userDb('users').where({ id }).first()).disabled_at).not.toBeNull();
+      const enabled = startBuilt(imageDir, ['enable-account', 'image-ops@example.com'], env);
+      expect((await withTimeout(enabled.exit, 15_000, 'enable-account to exit')).code).toBe(0);
+      expect((await userDb('users').where({ id }).first()).disabled_at).toBeNull();
+    } finally {
+      await userDb.destroy();
+    }
+  });
+
+  it('without DATABASE_URL refuses naming it: in production by the configuration check, else before any embedded server', async () => {
+    const production = startBuilt(imageDir, ['grant-operator', 'ops@example.com'], { NODE_ENV: 'production' });
+    expect((await withTimeout(production.exit, 15_000, 'grant-operator to exit')).code).toBe(1);
+    expect(production.stderr()).toContain('DATABASE_URL (production does not start an embedded PostgreSQL)');
+
+    const development = startBuilt(imageDir, ['grant-operator', 'ops@example.com'], { NODE_ENV: 'development' });
+    expect((await withTimeout(development.exit, 15_000, 'grant-operator to exit')).code).toBe(1);
+    expect(development.stderr()).toContain('DATABASE_URL is not set, and there is no embedded database under');
+    expect(fs.existsSync(path.join(imageDir, '.data'))).toBe(false);
+  });
+
+  it('refuses a database the service never ran on, instead of reporting "no account"', async () => {
+    const admin = knex({ client: 'pg', connection: databaseUrl('postgres'), pool: { min: 0, max: 1 } });
+    const empty = `process_empty_${randomBytes(4).toString('hex')}`;
+    await admin.raw(`create database ${empty}`);
+    try {
+      const proc = startBuilt(imageDir, ['grant-operator', 'ops@example.com'], { NODE_ENV: 'development', DATABASE_URL: databaseUrl(empty) });
+      expect((await withTimeout(proc.exit, 15_000, 'grant-operator to exit')).code).toBe(1);
+      expect(proc.stderr()).toBe(`${databaseUrl(empty)} has no accounts table: it is not the service's database, or the service has never started on it.\n`);
+    } finally {
+      await admin.raw(`drop database if exists ${empty}`);
+      await admin.destroy();
     }
   });
 });
