@@ -6,7 +6,7 @@ import type { Config } from '../../src/config';
 import type { AccountView } from '../../src/accounts/me';
 import type { IssuedSession } from '../../src/accounts/service';
 import type { IssuedChallenge } from '../../src/mfa/service';
-import { sessionCookieName } from '../../src/http/authenticate';
+import { secondsUntil, sessionCookie } from '../../src/http/session-cookie';
 
 type ApiUser = components['schemas']['User'];
 type LoginSuccess = components['schemas']['LoginSuccess'];
@@ -30,20 +30,15 @@ export function toApiUser(user: AccountView): ApiUser {
   };
 }
 
-/** `name=value; Path=/; HttpOnly; SameSite=Lax[; Secure]; Max-Age=n` (Secure, and the __Host- name, on https). */
-function sessionCookie(config: Config, value: string, maxAgeSeconds: number): string {
-  const secure = config.publicBaseUrl.startsWith('https:');
-  return `${sessionCookieName(config)}=${value}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=${maxAgeSeconds}`;
-}
-
 /** Headers that clear the session cookie (`Max-Age=0`), whichever transport the request used. */
 export function clearSessionCookie(config: Config): Record<string, string> {
   return { 'Set-Cookie': sessionCookie(config, '', 0) };
 }
 
 /**
- * Body and headers of a completed sign-in. The cookie lives as long as the session can (its
- * absolute expiry); the idle timeout is enforced by the server on every request.
+ * Body and headers of a completed sign-in. `expires_at` and the cookie's Max-Age are when the
+ * session ends if it is not used (its idle expiry, or its absolute one when that comes first);
+ * the router sets the cookie again each time use moves that moment (src/http/session-cookie.ts).
  */
 export function sessionReply(config: Config, issued: IssuedSession, now: Date): { body: LoginSuccess; headers: Record<string, string> } {
   const body: LoginSuccess = {
@@ -52,8 +47,7 @@ export function sessionReply(config: Config, issued: IssuedSession, now: Date): 
     session: { id: issued.session.id, expires_at: issued.session.expiresAt.toISOString() },
   };
   if (issued.transport === 'bearer') return { body: { ...body, token: issued.session.token }, headers: {} };
-  const maxAge = Math.max(0, Math.floor((issued.session.expiresAt.getTime() - now.getTime()) / 1000));
-  return { body, headers: { 'Set-Cookie': sessionCookie(config, issued.session.token, maxAge) } };
+  return { body, headers: { 'Set-Cookie': sessionCookie(config, issued.session.token, secondsUntil(issued.session.expiresAt, now)) } };
 }
 
 /** The 202 body of a sign-in that waits for a second factor (no session, no cookie). */

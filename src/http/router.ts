@@ -20,6 +20,9 @@ import { defineErrors } from '../errors';
 import { authenticateBearer, authenticateCookie, checkCsrf, type AuthResult } from './authenticate';
 import type { HandlerContext, HandlerMap } from '../../handlers/types';
 import type { Caller } from '../sessions/store';
+import type { LimitReport } from '../ratelimit/report';
+import { reportsLimits, servicesReportingLimits, setRateLimitHeaders } from './rate-limit-headers';
+import { addSetCookies, refreshSessionCookie } from './session-cookie';
 
 /** Tags whose operations never touch the database, so they answer while it is unavailable. */
 const DEPENDENCY_FREE_TAGS = new Set(['example', 'system']);
@@ -71,6 +74,8 @@ interface Route {
   unsupportedMediaType: { detail: string; accept: string };
   /** Path parameters by segment index, for the NUL check. */
   pathParams: { index: number; name: string }[];
+  /** Its answers carry RateLimit headers (the contract says so on its success responses). */
+  reportsLimits: boolean;
 }
 
 /** A path of the contract: its operations by HTTP method (upper case, as Node gives it) and its `Allow`. */
@@ -120,11 +125,13 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         .split('/')
         .map((segment, index) => ({ index, name: /^\{(.+)\}$/.exec(segment)?.[1] ?? '' }))
         .filter((p) => p.name),
+      reportsLimits: reportsLimits(app.contract, info),
     };
   });
   const match = compileMatcher(routes);
 
   return async (req: Request, res: Response, next: NextFunction) => {
+    let limitReport: LimitReport | undefined;
     try {
       const route = match(req.method, req.path);
       res.locals.operationId = route.info.operationId;
@@ -133,6 +140,7 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       if (route.maintenanceGated && app.settings.get('maintenance_mode')) throw problems.unavailable(MAINTENANCE_DETAIL, MAINTENANCE_RETRY_AFTER_SECONDS);
       const caller = route.schemes.length ? await authenticate(app, route, req) : null;
       res.locals.caller = caller;
+      if (caller) refreshSessionCookie(app.config, req, res, caller, app.now());
       // After the caller is known: a body is read only for an operation that takes one, and only
       // in a media type the operation declares.
       if (route.hasBody) await readBody(route, req, res);
@@ -150,19 +158,23 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         params = (validation.coerced?.params as Record<string, unknown> | undefined) ?? params;
         query = (validation.coerced?.query as Record<string, unknown> | undefined) ?? query;
       }
+      const scope = route.reportsLimits ? servicesReportingLimits(app) : null;
+      limitReport = scope?.report;
       const reply = await route.handler({
         app,
         body: req.body,
         params,
         query,
         caller,
-        services: app.services,
+        services: scope?.services ?? app.services,
         meta: { requestId: res.locals.requestId, ip: res.locals.ip, userAgent: req.headers['user-agent'] ?? null },
         req,
         res,
       });
+      setRateLimitHeaders(res, limitReport);
       writeReply(res, reply);
     } catch (err) {
+      setRateLimitHeaders(res, limitReport);
       next(err);
     }
   };
@@ -363,7 +375,12 @@ function sharedAjv(opts: object): Ajv2020 {
 }
 
 function writeReply(res: Response, reply: { status: number; body?: unknown; headers?: Record<string, string | string[]> }) {
-  if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name]!);
+  if (reply.headers) {
+    for (const name in reply.headers) {
+      if (name.toLowerCase() === 'set-cookie') addSetCookies(res, reply.headers[name]!);
+      else res.setHeader(name, reply.headers[name]!);
+    }
+  }
   res.statusCode = reply.status;
   if (reply.body === undefined || reply.status === 204 || reply.status === 302) res.end();
   else if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) res.send(reply.body);

@@ -1,6 +1,6 @@
 // The per-IP ceiling (DESIGN 6): every request counts against the setting `rate_limit.ip_per_minute` for its
-// client IP; over it answers 429 `rate_limited` + Retry-After. /healthz and /readyz are not
-// counted (probes must never be throttled).
+// client IP; over it answers 429 `rate_limited` + Retry-After, with RateLimit headers naming the
+// policy `ip`. /healthz and /readyz are not counted (probes must never be throttled).
 //
 // Shared by every instance through Redis, without a Redis round trip per request (it cost as much
 // CPU as the rest of a request): each instance counts in memory and adds its counts to Redis in
@@ -19,6 +19,7 @@ import type { AppContext } from '../app-context';
 import type { DependencyReporter } from '../platform/dependencies';
 import type { RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
+import { rateLimitFields } from '../http/rate-limit-fields';
 
 const UNCOUNTED_PATHS = new Set(['/healthz', '/readyz']);
 const WINDOW_MS = 60_000;
@@ -148,6 +149,8 @@ export function ipCeiling(app: AppContext) {
     const { count, resetInMs } = counter.hit(ipBucket(res.locals.ip || 'unknown'));
     if (count <= max) return next();
     const retryAfter = Math.max(1, Math.ceil(resetInMs / 1000));
+    const fields = rateLimitFields([{ limit: 'ip', max, windowSeconds: WINDOW_MS / 1000, used: count, resetSeconds: retryAfter }]);
+    for (const name in fields) res.setHeader(name, fields[name]!);
     next(rateLimited(retryAfter, `Too many requests from this address. Try again in ${retryAfter} seconds.`));
   };
 }

@@ -12,6 +12,7 @@ import type { SettingKey, SettingOf } from '../settings/catalog';
 import type { RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
 import { ipBucket } from './ip-ceiling';
+import type { LimitReport } from './report';
 
 export interface Budget {
   max: number;
@@ -62,12 +63,16 @@ export interface LimitState {
 }
 
 export class Limits {
-  /** `keyPrefix`: the deployment's Redis prefix; `settings`: where the budgets are read, at each attempt. */
+  /**
+   * `keyPrefix`: the deployment's Redis prefix; `settings`: where the budgets are read, at each
+   * attempt; `report`: the request's, which hears of everything counted (its RateLimit headers).
+   */
   constructor(
     private readonly redis: RedisClient,
     private readonly keyPrefix: string,
     private readonly settings: Reader,
     private readonly inTransaction = false,
+    private readonly report?: LimitReport,
   ) {}
 
   budget(limit: LimitName): Budget {
@@ -91,7 +96,11 @@ export class Limits {
       multi.incr(key).pexpire(key, this.budget(a.limit).windowSeconds * 1000, 'NX').pttl(key);
     }
     const result = await multi.exec();
-    return attempts.map((a, i) => this.state(a.limit, result?.[i * 3]?.[1], result?.[i * 3 + 2]?.[1]));
+    return attempts.map((a, i) => {
+      const state = this.state(a.limit, result?.[i * 3]?.[1], result?.[i * 3 + 2]?.[1]);
+      this.report?.counted(a.limit, this.budget(a.limit), state.count, state.retryAfterSeconds);
+      return state;
+    });
   }
 
   /** Whether the limit is spent, without counting. */
@@ -101,7 +110,9 @@ export class Limits {
     const result = await this.redis.multi().get(key).pttl(key).exec();
     const count = Number(result?.[0]?.[1] ?? 0);
     // peek counts nothing: spent once the window already holds `max` attempts.
-    return this.state(attempt.limit, count + 1, result?.[1]?.[1]);
+    const state = this.state(attempt.limit, count + 1, result?.[1]?.[1]);
+    this.report?.counted(attempt.limit, this.budget(attempt.limit), count, state.retryAfterSeconds);
+    return state;
   }
 
   /** Gives one counted attempt back (it turned out not to count, e.g. the right password). */
@@ -109,12 +120,14 @@ export class Limits {
     this.assertOutsideTransaction();
     const key = this.key(attempt);
     await this.redis.multi().decr(key).exec();
+    this.report?.refunded(attempt.limit);
   }
 
   /** Forgets every attempt of the window (e.g. after a successful step-up). */
   async reset(attempt: Attempt): Promise<void> {
     this.assertOutsideTransaction();
     await this.redis.del(this.key(attempt));
+    this.report?.reset(attempt.limit, this.budget(attempt.limit));
   }
 
   /**

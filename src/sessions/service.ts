@@ -6,6 +6,7 @@ import { commonErrors } from '../errors';
 import * as store from './store';
 import { durationMs } from '../settings/catalog';
 import type { Caller, NewSession, SessionRow } from './store';
+import { sessionEndsAt } from './expiry';
 
 export type { Caller, NewSession, SessionRow, SessionUser } from './store';
 export type Transport = 'cookie' | 'bearer';
@@ -21,9 +22,16 @@ export class SessionService {
     };
   }
 
-  /** A new session for the user (the caller writes the sign-in's audit event in the same transaction). */
-  start(input: { userId: string; transport: Transport; ip?: string | null; userAgent?: string | null; identityId?: string | null }): Promise<NewSession> {
-    return store.createSession(this.s.db, input, this.policy, this.s.now());
+  /**
+   * A new session for the user (the caller writes the sign-in's audit event in the same
+   * transaction). Its `expiresAt` is when it ends if it is not used: the idle expiry, unless the
+   * absolute one comes first.
+   */
+  async start(input: { userId: string; transport: Transport; ip?: string | null; userAgent?: string | null; identityId?: string | null }): Promise<NewSession> {
+    const policy = this.policy;
+    const now = this.s.now();
+    const session = await store.createSession(this.s.db, input, policy, now);
+    return { ...session, expiresAt: sessionEndsAt(now, session.expiresAt, policy.idleTimeoutSeconds) };
   }
 
   /** The live session of a token and its user, in one round trip; null when there is none. */

@@ -6,6 +6,7 @@ import { prepared, runPrepared } from '../platform/prepared';
 import { hashToken, looksLikeToken, newSessionToken } from './tokens';
 import { deleteInBatches } from '../platform/batches';
 import { mfaSummary, type MfaSummary } from '../accounts/me';
+import { sessionEndsAt } from './expiry';
 
 export interface SessionUser {
   id: string;
@@ -26,6 +27,13 @@ export interface Caller {
   transport: 'cookie' | 'bearer';
   /** The signed-in user as of this request (read in the same round trip as the session). */
   user: SessionUser;
+  /** When the session ends unless it is used again (expiry.ts), as of this request. */
+  expiresAt: Date;
+  /**
+   * This request moved the session's last use (and so its idle expiry) forward: a cookie whose
+   * Max-Age ran to the old expiry is set again (at most once a minute, as the touch).
+   */
+  extended: boolean;
 }
 
 export interface SessionPolicy {
@@ -40,7 +48,7 @@ const TOUCH_EVERY_MS = 60_000;
 export const FIND_LIVE_SESSION = prepared(
   'sessions.find_live',
   `with live as (
-     select s.id as session_id, s.transport, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at,
+     select s.id as session_id, s.transport, s.last_seen_at, s.expires_at, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at,
             exists (select 1 from totp_credentials t where t.user_id = u.id and t.enabled_at is not null) as mfa_totp,
             (select count(*) from passkeys p where p.user_id = u.id)::int as mfa_passkeys,
             (select count(*) from recovery_codes r where r.user_id = u.id and r.used_at is null)::int as mfa_recovery_codes
@@ -49,7 +57,7 @@ export const FIND_LIVE_SESSION = prepared(
    ), touched as (
      update sessions set last_seen_at = $2 where id = (select session_id from live) and last_seen_at < $4 returning id
    )
-   select * from live`,
+   select live.*, exists (select 1 from touched) as touched from live`,
 );
 
 /**
@@ -64,6 +72,7 @@ export async function findLiveSession(db: Db, token: string, policy: SessionPoli
   const rows = await runPrepared(db, FIND_LIVE_SESSION, [hashToken(token), now, idleCutoff, touchCutoff]);
   const row = rows[0];
   if (!row) return null;
+  const lastSeenAt: Date = row.touched ? now : row.last_seen_at;
   return {
     sessionId: row.session_id,
     userId: row.id,
@@ -79,12 +88,15 @@ export async function findLiveSession(db: Db, token: string, policy: SessionPoli
       updatedAt: row.updated_at,
       mfa: mfaSummary({ totp: row.mfa_totp, passkeys: row.mfa_passkeys, recoveryCodesRemaining: row.mfa_recovery_codes }),
     },
+    expiresAt: sessionEndsAt(lastSeenAt, row.expires_at, policy.idleTimeoutSeconds),
+    extended: row.touched,
   };
 }
 
 export interface NewSession {
   id: string;
   token: string;
+  /** Its absolute expiry (SessionService.start answers when it ends if unused: expiry.ts). */
   expiresAt: Date;
 }
 
@@ -111,6 +123,7 @@ export interface SessionRow {
   id: string;
   createdAt: Date;
   lastSeenAt: Date;
+  /** When it ends unless used again: the earlier of idle and absolute expiry (expiry.ts). */
   expiresAt: Date;
   ip: string | null;
   userAgent: string | null;
@@ -127,7 +140,14 @@ export async function listLiveSessions(db: Db, userId: string, policy: SessionPo
     .limit(limit);
   if (beforeId) q.where('id', '<', beforeId);
   const rows = await q;
-  return rows.map((r: any) => ({ id: r.id, createdAt: r.created_at, lastSeenAt: r.last_seen_at, expiresAt: r.expires_at, ip: r.ip, userAgent: r.user_agent }));
+  return rows.map((r: any) => ({
+    id: r.id,
+    createdAt: r.created_at,
+    lastSeenAt: r.last_seen_at,
+    expiresAt: sessionEndsAt(r.last_seen_at, r.expires_at, policy.idleTimeoutSeconds),
+    ip: r.ip,
+    userAgent: r.user_agent,
+  }));
 }
 
 /** Revokes one live session of the user; false when there is none with that id (or it expired). */

@@ -216,3 +216,86 @@ describe('expiry (injectable clock)', () => {
     await bearerLogin(email);
   });
 });
+
+describe('expires_at and the cookie Max-Age: when the session really ends', () => {
+  const IDLE_MS = 14 * DAY;
+  const maxAgeOf = (setCookie: unknown) => Number(/Max-Age=(\d+)/.exec(String(setCookie))?.[1]);
+
+  it('is the idle expiry at sign-in (14 days, not the 90-day absolute one), in the body and the cookie', async () => {
+    const { email } = await newAccount();
+    const res = await t.http.post('/v1/auth/login').send({ email, password: PASSWORD }).expect(200);
+    const now = t.clock.now.getTime();
+    expect(Date.parse(res.body.session.expires_at)).toBe(now + IDLE_MS);
+    expect(maxAgeOf(res.headers['set-cookie'])).toBe(IDLE_MS / 1000);
+    const bearer = await t.http.post('/v1/auth/login').send({ email, password: PASSWORD, transport: 'bearer' }).expect(200);
+    expect(Date.parse(bearer.body.session.expires_at)).toBe(now + IDLE_MS);
+  });
+
+  it('slides with use: the list says so, and the cookie is set again only when the server extends the session', async () => {
+    const { email } = await newAccount();
+    const { cookie, sessionId } = await cookieLogin(email);
+    const signedInAt = t.clock.now.getTime();
+    // Within the minute the server does not record use: no new cookie, the same expiry.
+    t.clock.advance(30_000);
+    const soon = await t.http.get('/v1/auth/sessions').set('Cookie', cookie).expect(200);
+    expect(soon.headers['set-cookie']).toBeUndefined();
+    expect(Date.parse(soon.body.items[0].expires_at)).toBe(signedInAt + IDLE_MS);
+
+    t.clock.advance(3 * DAY);
+    const later = await t.http.get('/v1/auth/sessions').set('Cookie', cookie).expect(200);
+    const usedAt = t.clock.now.getTime();
+    expect(later.body.items[0]).toMatchObject({ id: sessionId, current: true });
+    expect(Date.parse(later.body.items[0].last_seen_at)).toBe(usedAt);
+    expect(Date.parse(later.body.items[0].expires_at)).toBe(usedAt + IDLE_MS);
+    // The same session cookie, with the new Max-Age.
+    const refreshed = String(later.headers['set-cookie']);
+    expect(refreshed.split(';')[0]).toBe(cookie);
+    expect(refreshed).toMatch(/; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+$/);
+    expect(maxAgeOf(refreshed)).toBe(IDLE_MS / 1000);
+    // The very next request is within the minute again.
+    const next = await t.http.get('/v1/auth/me').set('Cookie', cookie).expect(200);
+    expect(next.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('never sets the cookie again for a bearer session, and a sign-out clears it instead of refreshing it', async () => {
+    const { email } = await newAccount();
+    const bearer = await bearerLogin(email);
+    t.clock.advance(2 * DAY);
+    const me = await t.http.get('/v1/auth/me').set('Authorization', bearer.auth).expect(200);
+    expect(me.headers['set-cookie']).toBeUndefined();
+
+    const { cookie } = await cookieLogin(email);
+    t.clock.advance(2 * DAY);
+    const out = await t.http.post('/v1/auth/logout').set('Cookie', cookie).set('Origin', ORIGIN).expect(204);
+    expect(out.headers['set-cookie']).toEqual(['session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0']);
+  });
+
+  it('is the absolute expiry once that comes before the idle one', async () => {
+    const { email } = await newAccount();
+    const { cookie } = await cookieLogin(email);
+    const signedInAt = t.clock.now.getTime();
+    const absoluteMs = t.ctx.config.session.absoluteLifetimeSeconds * 1000;
+    for (let day = 0; day < 72; day += 12) {
+      t.clock.advance(12 * DAY);
+      await t.http.get('/v1/auth/me').set('Cookie', cookie).expect(200);
+    }
+    // Day 84: the idle expiry (day 98) is past the absolute one (day 90).
+    t.clock.advance(12 * DAY);
+    const res = await t.http.get('/v1/auth/sessions').set('Cookie', cookie).expect(200);
+    expect(Date.parse(res.body.items[0].expires_at)).toBe(signedInAt + absoluteMs);
+    expect(maxAgeOf(res.headers['set-cookie'])).toBe((signedInAt + absoluteMs - t.clock.now.getTime()) / 1000);
+  });
+
+  it('follows the idle timeout in force (SESSION_IDLE_TIMEOUT_SECONDS as its default)', async () => {
+    const short = await startTestApp({ BCRYPT_COST: '4', SESSION_IDLE_TIMEOUT_SECONDS: '7200' });
+    try {
+      const email = `short-idle-${Date.now()}@example.com`;
+      await insertUser(short.ctx.db, { email, name: 'Grace', passwordHash: await hashPassword(PASSWORD, 4) });
+      const res = await short.http.post('/v1/auth/login').send({ email, password: PASSWORD }).expect(200);
+      expect(Date.parse(res.body.session.expires_at)).toBe(short.clock.now.getTime() + 7200 * 1000);
+      expect(maxAgeOf(res.headers['set-cookie'])).toBe(7200);
+    } finally {
+      await short.close();
+    }
+  });
+});
