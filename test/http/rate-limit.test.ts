@@ -36,6 +36,9 @@ describe('with a ceiling of 5 a minute', () => {
     const retryAfter = Number(res.headers['retry-after']);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
+    // The ceiling as a RateLimit policy: spent until the window ends.
+    expect(res.headers['ratelimit-policy']).toBe('"ip";q=5;w=60');
+    expect(res.headers.ratelimit).toBe(`"ip";r=0;t=${retryAfter}`);
     // Any other operation from that address, signed in or not.
     const login = await t.http.post('/v1/auth/login').set('X-Forwarded-For', ip).send({ email: 'a@example.com', password: 'whatever' }).expect(429);
     expect(login.body.code).toBe('rate_limited');
