@@ -10,7 +10,7 @@
 // same through tsx in a checkout; the Docker image has only the compiled form.
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
-import { createDatabase, migrateLatest, type Db } from './platform/database';
+import { createDatabase, hasTable, migrateLatest, type Db } from './platform/database';
 import { appDatabaseUrl, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from './platform/database-roles';
 import { embeddedDatabaseExists, embeddedUrl, runningEmbeddedPort, startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
 import { createRedis, redactUrl } from './platform/redis';
@@ -191,7 +191,7 @@ async function withAccountsDatabase<T>(config: Config, logger: Logger, command: 
   try {
     let migrated: boolean;
     try {
-      migrated = (await owner.raw<{ rows: { users: boolean }[] }>("select to_regclass('public.users') is not null as users")).rows[0]!.users;
+      migrated = await hasTable(owner, 'users');
     } catch (err) {
       throw new ConfigError(`Could not reach ${label}: ${err instanceof Error ? err.message : String(err)}`);
     }

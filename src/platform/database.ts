@@ -52,6 +52,12 @@ export async function migrateLatest(db: Db, logger?: Logger): Promise<string[]> 
   return applied;
 }
 
+/** Whether the database has the table (in `public`): a migrated database, or an unrelated one. */
+export async function hasTable(db: Db, name: string): Promise<boolean> {
+  const { rows } = await db.raw<{ rows: { found: boolean }[] }>('select to_regclass(?) is not null as found', [`public.${name}`]);
+  return rows[0]!.found;
+}
+
 /** Whether `err` is PostgreSQL's unique violation (23505) of the named constraint or index. */
 export function isUniqueViolation(err: unknown, constraint: string): boolean {
   const e = err as { code?: string; constraint?: string };
