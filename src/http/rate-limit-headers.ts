@@ -1,4 +1,4 @@
-// RateLimit-Policy and RateLimit headers (rate-limit-fields.ts) on the answers of the operations
+// RateLimit-Policy and RateLimit headers (src/ratelimit/fields.ts) on the answers of the operations
 // whose success responses the contract gives them: the budget of each named limit the request
 // counted against and what is left of it, errors included (a 401 after a wrong password says how
 // many tries remain; a 429 that none do, beside Retry-After).
@@ -11,7 +11,7 @@ import type { Contract, OperationInfo } from './contract';
 import { Services } from '../services';
 import { Limits } from '../ratelimit/limits';
 import { LimitReport } from '../ratelimit/report';
-import { RATE_LIMIT_HEADER, rateLimitFields } from './rate-limit-fields';
+import { RATE_LIMIT_HEADER, rateLimitFields } from '../ratelimit/fields';
 
 /** Whether the contract gives the operation's success answers the RateLimit headers. */
 export function reportsLimits(contract: Contract, op: OperationInfo): boolean {

@@ -19,7 +19,7 @@ import type { AppContext } from '../app-context';
 import type { DependencyReporter } from '../platform/dependencies';
 import type { RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
-import { rateLimitFields } from '../http/rate-limit-fields';
+import { rateLimitFields } from './fields';
 
 const UNCOUNTED_PATHS = new Set(['/healthz', '/readyz']);
 const WINDOW_MS = 60_000;
