@@ -2311,7 +2311,7 @@ export interface components {
          * @example not_found
          * @enum {string}
          */
-        ProblemCode: "account_disabled" | "account_exists" | "already_member" | "already_verified" | "email_not_verified" | "email_taken" | "forbidden" | "internal" | "invalid_ceremony" | "invalid_challenge" | "invalid_code" | "invalid_credentials" | "invalid_job_config" | "invalid_setting_value" | "invalid_signature" | "invalid_state" | "invalid_token" | "invitation_email_mismatch" | "invitation_expired" | "invitation_not_found" | "invitation_pending" | "invitation_revoked" | "invitation_used" | "job_disabled" | "job_finalized" | "job_not_runnable" | "job_running" | "last_owner" | "last_sign_in_method" | "malformed_body" | "method_not_allowed" | "mfa_not_enabled" | "no_passkeys" | "not_deleted" | "not_found" | "passkey_already_registered" | "passkey_limit_reached" | "passkey_verification_failed" | "password_not_set" | "password_too_common" | "payload_too_large" | "project_name_taken" | "provider_already_linked" | "provider_not_configured" | "provider_unavailable" | "rate_limited" | "redirect_not_allowed" | "registration_closed" | "second_factor_required" | "slug_taken" | "totp_already_enabled" | "totp_setup_not_started" | "unauthenticated" | "unavailable" | "unsupported_media_type" | "validation_failed" | "version_conflict";
+        ProblemCode: "account_disabled" | "account_exists" | "already_member" | "already_verified" | "bad_request" | "email_not_verified" | "email_taken" | "forbidden" | "internal" | "invalid_ceremony" | "invalid_challenge" | "invalid_code" | "invalid_credentials" | "invalid_job_config" | "invalid_setting_value" | "invalid_signature" | "invalid_state" | "invalid_token" | "invitation_email_mismatch" | "invitation_expired" | "invitation_not_found" | "invitation_pending" | "invitation_revoked" | "invitation_used" | "job_disabled" | "job_finalized" | "job_not_runnable" | "job_running" | "last_owner" | "last_sign_in_method" | "malformed_body" | "method_not_allowed" | "mfa_not_enabled" | "no_passkeys" | "not_deleted" | "not_found" | "passkey_already_registered" | "passkey_limit_reached" | "passkey_verification_failed" | "password_not_set" | "password_too_common" | "payload_too_large" | "project_name_taken" | "provider_already_linked" | "provider_not_configured" | "provider_unavailable" | "rate_limited" | "redirect_not_allowed" | "registration_closed" | "request_header_fields_too_large" | "request_timeout" | "second_factor_required" | "slug_taken" | "totp_already_enabled" | "totp_setup_not_started" | "unauthenticated" | "unavailable" | "unsupported_media_type" | "validation_failed" | "version_conflict";
         /**
          * @description Problem type; always `about:blank`.
          * @example about:blank
@@ -3774,6 +3774,31 @@ export interface components {
             request_id: components["schemas"]["ProblemRequestId"];
         };
         /**
+         * @description A Problem the HTTP server answers before any operation sees the request (see Availability in the description): 400 `bad_request`, 408 `request_timeout` or 431 `request_header_fields_too_large`. The connection is closed after it.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Request Header Fields Too Large",
+         *       "status": 431,
+         *       "detail": "The request headers are larger than 16 KiB.",
+         *       "code": "request_header_fields_too_large",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        RequestRefusedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["RequestRefusedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `RequestRefusedProblem`.
+         * @example request_header_fields_too_large
+         * @enum {string}
+         */
+        RequestRefusedProblemCode: "bad_request" | "request_timeout" | "request_header_fields_too_large";
+        /**
          * @description The `code` values of a `MethodNotAllowedProblem`.
          * @example method_not_allowed
          * @enum {string}
@@ -4049,6 +4074,12 @@ export interface components {
          */
         SessionSummary: {
             id: components["schemas"]["SessionId"];
+            /**
+             * @description When the session ends if it is not used: its idle expiry (now plus the idle timeout,
+             *     14 days by default) unless its absolute expiry (90 days after sign-in by default)
+             *     comes first. Use moves it forward; `GET /v1/auth/sessions` shows the current value.
+             *     The session cookie's `Max-Age` runs to the same moment.
+             */
             expires_at: components["schemas"]["Timestamp"];
         };
         /**
@@ -4785,7 +4816,13 @@ export interface components {
         Session: {
             id: components["schemas"]["SessionId"];
             created_at: components["schemas"]["Timestamp"];
+            /** @description The last use the server recorded (it records use at most once a minute). */
             last_seen_at: components["schemas"]["Timestamp"];
+            /**
+             * @description When the session ends unless it is used again: `last_seen_at` plus the idle timeout
+             *     (14 days by default), or its absolute expiry (90 days after sign-in by default) when
+             *     that comes first.
+             */
             expires_at: components["schemas"]["Timestamp"];
             /**
              * @description The client IP of the most recent request (from the socket, or from `X-Forwarded-For` through trusted proxies).
@@ -8302,6 +8339,28 @@ export interface components {
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
             };
         };
+        /** @description The request line and headers are larger than Node's `maxHeaderSize` (16 KiB). Answered by the HTTP server before any operation sees the request, so no operation documents it; the connection is closed after it. Codes: `request_header_fields_too_large`. */
+        RequestHeaderFieldsTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                /** @description Always `close`. */
+                Connection: string;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Request Header Fields Too Large",
+                 *       "status": 431,
+                 *       "detail": "The request headers are larger than 16 KiB.",
+                 *       "code": "request_header_fields_too_large",
+                 *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["RequestRefusedProblem"];
+            };
+        };
         /** @description The path exists but does not take this method; `Allow` lists those it takes. No operation documents it: any path of the contract can answer it. Codes: `method_not_allowed`. */
         MethodNotAllowed: {
             headers: {
@@ -8586,8 +8645,11 @@ export interface components {
          */
         RateLimit: string;
         /**
-         * @description Sets (or, on sign-out, clears) the HttpOnly session cookie (`__Host-session` on https,
-         *     `session` on plain http).
+         * @description Sets (or, on sign-out, clears with `Max-Age=0`) the HttpOnly session cookie
+         *     (`__Host-session` on https, `session` on plain http). `Max-Age` runs to when the session
+         *     ends unless used (the session's `expires_at`: its idle expiry, or its absolute expiry when
+         *     that comes first). Any answer to a cookie-authenticated request that moved the idle expiry
+         *     forward sets the cookie again with the new `Max-Age`.
          */
         SetSessionCookie: string;
     };
