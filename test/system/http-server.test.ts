@@ -5,7 +5,9 @@ import http from 'node:http';
 import net from 'node:net';
 import { loadConfig } from '../../src/config';
 import type { Logger } from '../../src/logger';
+import type { Response } from 'supertest';
 import { createHttpServer, drainHttpServer, CONNECTIONS_CHECKING_INTERVAL_MS } from '../../src/http/server';
+import { assertMatchesContract } from '../support/contract-validator';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -182,6 +184,9 @@ describe('requests Node refuses itself', () => {
       code: 'request_header_fields_too_large',
       request_id: expect.stringMatching(/^req_/),
     });
+    expect(answer.headers['x-request-id']).toBe(problem.request_id);
+    // As the contract describes it: no operation answers it, the shared response (x-status 431) does.
+    assertMatchesContract('get', '/', { status: 431, headers: answer.headers, body: problem, text: answer.body } as unknown as Response);
   });
 
   it('answers a request that is not HTTP with a 400 Problem', async () => {
