@@ -92,10 +92,10 @@ describe('unknown paths and methods', () => {
 
   it('answers 405 with Allow for a wrong method on a known path', async () => {
     const res = await t.http.delete('/v1/ping').expect(405);
-    expect(res.headers.allow).toBe('GET');
+    expect(res.headers.allow).toBe('GET, HEAD');
     expect(res.body).toMatchObject({ code: 'method_not_allowed', status: 405 });
     const templated = await t.http.put('/v1/orgs/org_01jd8x4k3m5n6p7q8r9s0t1v2w').expect(405);
-    expect(templated.headers.allow).toBe('GET, DELETE, PATCH');
+    expect(templated.headers.allow).toBe('GET, HEAD, DELETE, PATCH');
   });
 });
 
