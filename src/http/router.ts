@@ -417,6 +417,9 @@ export function toValidationIssues(errors: ErrorObject[]) {
       message = 'is not allowed';
     } else if (e.keyword === 'parse') {
       location = 'body';
+    } else if (e.keyword === 'enum') {
+      // ajv's "must be equal to one of the allowed values" does not say which they are.
+      message = `must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
     }
     const key = `${location}\u0000${message}`;
     if (seen.has(key)) continue;

@@ -54,8 +54,8 @@ it('locates query and path parameters', async () => {
   expect(errorsOf(query)).toEqual(
     expect.arrayContaining([
       { location: 'query.limit', message: 'must be <= 200' },
-      // `state` is a list: the location names the offending item.
-      expect.objectContaining({ location: 'query.state[0]' }),
+      // `state` is a list: the location names the offending item, the message the values it takes.
+      { location: 'query.state[0]', message: 'must be one of: scheduled, available, running, retryable, completed, cancelled, discarded' },
     ]),
   );
   const path = await t.http.post('/ops/jobs/runs/abc/retry').set('Authorization', operatorAuth).expect(422);
