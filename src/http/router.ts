@@ -74,6 +74,8 @@ interface Route {
   unsupportedMediaType: { detail: string; accept: string };
   /** Path parameters by segment index, for the NUL check. */
   pathParams: { index: number; name: string }[];
+  /** Query lists written `a,b` (style form, explode false), which operators also repeat. */
+  commaLists: string[];
   /** Its answers carry RateLimit headers (the contract says so on its success responses). */
   reportsLimits: boolean;
 }
@@ -114,6 +116,9 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       hasBody: Boolean(operation.requestBody),
       hasInputs: Boolean(operation.requestBody) || (operation.parameters ?? []).length > 0,
       takesQuery: (operation.parameters ?? []).some((p) => 'in' in p && p.in === 'query'),
+      commaLists: (operation.parameters ?? [])
+        .filter((p) => 'in' in p && p.in === 'query' && p.explode === false && (p.schema as { type?: unknown } | undefined)?.type === 'array')
+        .map((p) => (p as { name: string }).name),
       bodyOnly: Boolean(operation.requestBody) && !(operation.parameters ?? []).length,
       validators: api.validator.getRequestValidatorsForOperation(info.operationId) as ValidateFunction[],
       parsers: new Map(info.requestMediaTypes.map((type) => [type, parserFor(type, info.operationId)])),
@@ -145,7 +150,7 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       // in a media type the operation declares.
       if (route.hasBody) await readBody(route, req, res);
       let params: Record<string, unknown> = {};
-      let query: Record<string, unknown> = route.takesQuery ? req.query : {};
+      let query: Record<string, unknown> = route.takesQuery ? joinRepeatedLists(req.query, route.commaLists) : {};
       // PostgreSQL refuses U+0000 in text: refused here, with the contract's violations.
       const nul = route.hasInputs ? nulIssues(route, req, query) : NO_ISSUES;
       if (route.bodyOnly) {
@@ -202,6 +207,21 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       return route;
     };
   }
+}
+
+/**
+ * `state=a,b&state=c` as `state=a,b,c`: the contract's lists are comma-separated, and repeated
+ * parameters (Express gives an array) are read the same way, mixed or not.
+ */
+function joinRepeatedLists(query: Record<string, unknown>, names: string[]): Record<string, unknown> {
+  let joined = query;
+  for (const name of names) {
+    const value = query[name];
+    if (!Array.isArray(value)) continue;
+    if (joined === query) joined = { ...query };
+    joined[name] = value.join(',');
+  }
+  return joined;
 }
 
 /** A path's `Allow` list, with HEAD beside GET (every GET operation also answers HEAD). */

@@ -47,6 +47,8 @@ describe('several values per filter', () => {
     expect(await list(`${mine}&state=retryable&state=discarded`)).toEqual(comma);
     // Encoded commas, as some clients send them.
     expect(await list(`${mine}&state=retryable%2Cdiscarded`)).toEqual(comma);
+    // Both forms at once.
+    expect(await list(`${mine}&state=retryable&state=discarded,retryable`)).toEqual(comma);
     // One value still works, and a value given twice counts once.
     expect(names(await list(`${mine}&state=discarded`))).toEqual(['a2', 'c1']);
     expect(names(await list(`${mine}&state=discarded,discarded`))).toEqual(['a2', 'c1']);
