@@ -31,6 +31,23 @@ it('locates nested fields with dots (body.passkey.ceremony_token)', async () => 
   expect(errorsOf(res)).toContainEqual({ location: 'body.passkey.ceremony_token', message: 'must NOT have more than 256 characters' });
 });
 
+describe('a body of one of several shapes (the second factor: code, recovery_code or passkey)', () => {
+  const issues = async (body: object) => errorsOf(await t.http.post('/v1/auth/login/mfa').send(body).expect(422));
+
+  it('names the alternatives when the body fits none, instead of every shape complaining', async () => {
+    const want = [{ location: 'body', message: 'must have exactly one of: code, passkey, recovery_code' }];
+    expect(await issues({ challenge_token: 'chl_x', code: '123456', recovery_code: 'aaaaa-aaaaa' })).toEqual(want);
+    expect(await issues({ challenge_token: 'chl_x' })).toEqual(want);
+  });
+
+  it('says once what every shape says alike, and keeps the complaints of the shape that fits', async () => {
+    expect(await issues({ code: '123456' })).toEqual([{ location: 'body.challenge_token', message: 'is required' }]);
+    expect(await issues({ challenge_token: 'chl_x', code: '123456', foo: 1 })).toEqual([{ location: 'body.foo', message: 'is not allowed' }]);
+    expect(await issues({ challenge_token: 'chl_x', code: 5 })).toEqual([{ location: 'body.code', message: 'must be string' }]);
+    expect(await issues({ challenge_token: 'chl_x', passkey: { ceremony_token: 'cer_x' } })).toEqual([{ location: 'body.passkey.credential', message: 'is required' }]);
+  });
+});
+
 it('enforces the id_token and nonce limits of the native social sign-in', async () => {
   const res = await t.http.post('/v1/auth/provider_a/token').send({ id_token: 'x'.repeat(16385), nonce: 'n'.repeat(257), transport: 'carrier-pigeon' }).expect(422);
   expect(errorsOf(res)).toEqual(
