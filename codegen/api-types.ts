@@ -4350,21 +4350,57 @@ export interface components {
          */
         TotpCode: string;
         /**
-         * @description A fresh proof for a sensitive change: a current authenticator-app `code`, a `passkey`
-         *     response whose `ceremony_token` came from `POST /v1/auth/passkeys/verification`, or —
-         *     only for users without a second factor — the account `password`. Give exactly one.
+         * @description A fresh proof for a sensitive change: a current authenticator-app `code` (`TotpCodeProof`),
+         *     a `passkey` response whose `ceremony_token` came from `POST /v1/auth/passkeys/verification`
+         *     (`PasskeyResponseProof`), or — only for users without a second factor — the account
+         *     `password` (`PasswordProof`). Give exactly one.
          * @example {
          *       "code": "123456"
          *     }
          */
-        StepUpProof: {
-            code?: components["schemas"]["TotpCode"];
-            passkey?: components["schemas"]["PasskeyProof"];
+        StepUpProof: components["schemas"]["TotpCodeProof"] | components["schemas"]["PasskeyResponseProof"] | components["schemas"]["PasswordProof"];
+        /**
+         * @description A proof by a current authenticator-app code.
+         * @example {
+         *       "code": "123456"
+         *     }
+         */
+        TotpCodeProof: {
+            code: components["schemas"]["TotpCode"];
+        };
+        /**
+         * @description A proof by a passkey response (its `ceremony_token` from `POST /v1/auth/passkeys/verification`).
+         * @example {
+         *       "passkey": {
+         *         "ceremony_token": "cer_Q2x7LrN4pW1sT8vY3bC6dF0gH5jKZk9m",
+         *         "credential": {
+         *           "id": "hFZ0Qm3qkKp8p2sV1w",
+         *           "rawId": "hFZ0Qm3qkKp8p2sV1w",
+         *           "type": "public-key",
+         *           "response": {
+         *             "clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0",
+         *             "authenticatorData": "SZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2MFAAAAAQ",
+         *             "signature": "MEUCIQDx"
+         *           }
+         *         }
+         *       }
+         *     }
+         */
+        PasskeyResponseProof: {
+            passkey: components["schemas"]["PasskeyProof"];
+        };
+        /**
+         * @description A proof by the account password; only accepted when the user has no second factor.
+         * @example {
+         *       "password": "correct horse battery staple"
+         *     }
+         */
+        PasswordProof: {
             /**
-             * @description The current password (only accepted when the user has no second factor).
+             * @description The current password.
              * @example correct horse battery staple
              */
-            password?: string;
+            password: string;
         };
         /**
          * @description The answer to a ping.
@@ -4945,15 +4981,12 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
         };
         /**
-         * @description The proof for new recovery codes (spec 4.1): exactly one of `code` or `passkey`.
+         * @description The proof for new recovery codes (spec 4.1): exactly one of `code` (`TotpCodeProof`) or `passkey` (`PasskeyResponseProof`).
          * @example {
          *       "code": "123456"
          *     }
          */
-        RecoveryCodeRegenerateRequest: {
-            code?: components["schemas"]["TotpCode"];
-            passkey?: components["schemas"]["PasskeyProof"];
-        };
+        RecoveryCodeRegenerateRequest: components["schemas"]["TotpCodeProof"] | components["schemas"]["PasskeyResponseProof"];
         /**
          * @description A passkey id.
          * @example pky_01jd8x4k3m5n6p7q8r9s0t1v2w

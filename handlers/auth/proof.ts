@@ -7,8 +7,9 @@ type ApiPasskeyProof = components['schemas']['PasskeyProof'];
 
 export const toPasskeyProof = (p: ApiPasskeyProof) => ({ ceremonyToken: p.ceremony_token, credential: p.credential as Record<string, unknown> });
 
+/** One of the body's shapes (its oneOf), told apart by the property it has. */
 export function toStepUpProof(body: ApiProof): StepUpProof {
-  if (body.passkey) return { passkey: toPasskeyProof(body.passkey) };
-  if (body.code !== undefined) return { code: body.code };
+  if ('passkey' in body) return { passkey: toPasskeyProof(body.passkey) };
+  if ('code' in body) return { code: body.code };
   return { password: body.password };
 }
