@@ -1,7 +1,14 @@
 import type { Handler } from '../types';
+import { Precompressed } from '../../src/http/precompressed';
+import type { Contract } from '../../src/http/contract';
 
-export const getOpenApiJson: Handler<'getOpenApiJson'> = ({ app, res }) => {
+/** Serialised once at start-up, compressed once per encoding. */
+const compressed = new WeakMap<Contract, Precompressed>();
+
+export const getOpenApiJson: Handler<'getOpenApiJson'> = async ({ app, req, res }) => {
+  let doc = compressed.get(app.contract);
+  if (!doc) compressed.set(app.contract, (doc = new Precompressed(app.contract.jsonText)));
   res.type('application/json; charset=utf-8');
-  // Serialised once at start-up rather than on every request; the type says "the document".
-  return { status: 200, body: app.contract.jsonText as never };
+  // The type says "the document"; the body is its bytes.
+  return { status: 200, body: (await doc.for(req, res)) as never };
 };

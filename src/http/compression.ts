@@ -1,6 +1,7 @@
 // Compression (br or gzip, negotiated by Accept-Encoding; `Vary: Accept-Encoding`) of answers of
-// 1 KiB and more: the contract (/openapi.json, /openapi.yaml), the Redoc bundle of /docs, long
-// lists. Smaller answers go as they are: compressing them saves less than it costs.
+// 1 KiB and more, such as long lists. Smaller answers go as they are: compressing them saves less
+// than it costs. The static answers (the contract, the Redoc bundle of /docs) come compressed
+// already (src/http/precompressed.ts), which this middleware leaves alone.
 import type { NextFunction, Request, Response } from 'express';
 import compression from 'compression';
 
