@@ -1,5 +1,5 @@
 // Every operation of the contract is routed: its method and path reach it (never 404/405), and
-// with a valid example request from an operator, a not-yet-implemented one answers 501.
+// with a valid example request from an operator.
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { exampleRequest } from '../support/examples';
