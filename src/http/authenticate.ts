@@ -6,13 +6,8 @@ import type { AppContext } from '../app-context';
 import type { Config } from '../config';
 import type { Caller } from '../sessions/service';
 import { problems } from './problem';
-import { commonErrors } from '../errors';
 
-/**
- * Falsy (no credential / not valid) or the caller; `error` when the request must fail with it:
- * the lookup itself failed, or a credential the operation never accepts was sent (see
- * authenticateBearer).
- */
+/** Falsy (no credential / not valid) or the caller; `error` when the lookup itself failed. */
 export type AuthResult = { caller: Caller } | { error: unknown } | null;
 
 /** `__Host-<name>` (bound to this host, Secure, Path=/) when the public base URL is https, else `<name>`. */
@@ -33,20 +28,18 @@ async function resolve(app: AppContext, token: string | undefined, transport: Ca
   }
 }
 
-/**
- * The operations under /ops take only a bearer token (their security in the contract). An operator
- * who signed in with a browser and tries the cookie would get a bare 401 and no idea why.
- */
-const OPS_PREFIX = '/ops/';
-const OPS_TAKE_BEARER =
-  'Operator endpoints (/ops) take a bearer token, not the session cookie: sign in with POST /v1/auth/login and "transport": "bearer", then send Authorization: Bearer <token>.';
-
 export function authenticateBearer(app: AppContext, req: Request): Promise<AuthResult> {
-  const token = bearerToken(req.headers.authorization);
-  if (token === undefined && req.path.startsWith(OPS_PREFIX) && readCookie(req, sessionCookieName(app.config)) !== undefined) {
-    return Promise.resolve({ error: commonErrors.unauthenticated(OPS_TAKE_BEARER) });
-  }
-  return resolve(app, token, 'bearer');
+  return resolve(app, bearerToken(req.headers.authorization), 'bearer');
+}
+
+/**
+ * Why a request was not authenticated, when the 401 can say more than "sign in": the session
+ * cookie sent to an operation that takes only a bearer token (every /ops one, by the contract),
+ * which would otherwise leave an operator signed in through a browser with no idea why.
+ */
+export function unauthenticatedDetail(app: AppContext, req: Request, acceptsCookie: boolean): string | undefined {
+  if (acceptsCookie || req.headers.authorization || readCookie(req, sessionCookieName(app.config)) === undefined) return undefined;
+  return 'Operator endpoints (/ops) take a bearer token, not the session cookie: sign in with POST /v1/auth/login and "transport": "bearer", then send Authorization: Bearer <token>.';
 }
 
 /** The token of `Bearer <token>`; the scheme name is case-insensitive (RFC 9110, 11.1). */

@@ -77,7 +77,7 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
       if (!op) continue;
       methods.push(method.toUpperCase());
       const security: SecurityRequirement[] = op.security ?? document.security ?? [];
-      const requestBody = resolve(document, op.requestBody);
+      const requestBody = resolveRef(document, op.requestBody);
       operations.set(op.operationId, {
         operationId: op.operationId,
         method,
@@ -102,8 +102,8 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
   };
 }
 
-/** Follows local `$ref`s (`#/components/...`). */
-function resolve(document: Record<string, any>, obj: any): any {
+/** Follows local `$ref`s (`#/components/...`) until the object they name. */
+export function resolveRef(document: Record<string, any>, obj: any): any {
   while (obj?.$ref) {
     obj = String(obj.$ref)
       .replace(/^#\//, '')

@@ -9,7 +9,7 @@
 // request headers it declares as parameters, and every response header it documents.
 import type { Request, Response } from 'express';
 import type { Config } from '../config';
-import type { Contract } from './contract';
+import { resolveRef, type Contract } from './contract';
 import { withHead } from './router';
 
 /** How long a browser may reuse a preflight answer (Chromium caps it at 2 hours). */
@@ -64,7 +64,7 @@ function requestHeaders(contract: Contract): string[] {
   const names = new Map(ALWAYS_ALLOWED_REQUEST_HEADERS.map((n) => [n.toLowerCase(), n]));
   for (const op of operations(contract)) {
     for (const p of op.parameters ?? []) {
-      const param = resolve(contract, p);
+      const param = resolveRef(contract.document, p);
       if (param?.in === 'header' && !names.has(String(param.name).toLowerCase())) names.set(String(param.name).toLowerCase(), String(param.name));
     }
   }
@@ -75,7 +75,7 @@ function requestHeaders(contract: Contract): string[] {
 function responseHeaders(contract: Contract): string[] {
   const names = new Map<string, string>();
   const add = (response: any) => {
-    for (const name of Object.keys(resolve(contract, response)?.headers ?? {})) {
+    for (const name of Object.keys(resolveRef(contract.document, response)?.headers ?? {})) {
       if (!NOT_EXPOSED.has(name.toLowerCase()) && !names.has(name.toLowerCase())) names.set(name.toLowerCase(), name);
     }
   };
@@ -88,14 +88,4 @@ function* operations(contract: Contract): Generator<Record<string, any>> {
   for (const item of Object.values<Record<string, any>>(contract.document.paths ?? {})) {
     for (const method of METHODS) if (item[method]) yield item[method];
   }
-}
-
-function resolve(contract: Contract, obj: any): any {
-  while (obj?.$ref) {
-    obj = String(obj.$ref)
-      .replace(/^#\//, '')
-      .split('/')
-      .reduce((o: any, k: string) => o?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], contract.document);
-  }
-  return obj;
 }

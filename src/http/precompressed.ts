@@ -5,6 +5,7 @@
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { Request, Response } from 'express';
+import type { Contract } from './contract';
 
 const ENCODERS = {
   br: (body: Buffer) => promisify(zlib.brotliCompress)(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: zlib.constants.BROTLI_MAX_QUALITY } }),
@@ -39,6 +40,15 @@ export class Precompressed {
     res.setHeader('Content-Encoding', encoding);
     return encoded;
   }
+}
+
+const servedContracts = new WeakMap<Contract, Record<'json' | 'yaml', Precompressed>>();
+
+/** The contract as `/openapi.json` or `/openapi.yaml` serve it, compressed once per encoding. */
+export function servedContract(contract: Contract, format: 'json' | 'yaml'): Precompressed {
+  let served = servedContracts.get(contract);
+  if (!served) servedContracts.set(contract, (served = { json: new Precompressed(contract.jsonText), yaml: new Precompressed(contract.yamlText) }));
+  return served[format];
 }
 
 /** br or gzip by the client's q-values, br on a tie (smaller), as the compression middleware picks. */

@@ -40,7 +40,7 @@ const httpErrors = defineErrors('http', {
 
 export const problems = {
   malformedBody: (detail?: string) => httpErrors.malformedBody(detail),
-  unauthenticated: () => commonErrors.unauthenticated(),
+  unauthenticated: (detail?: string) => commonErrors.unauthenticated(detail),
   forbidden: (detail?: string) => commonErrors.forbidden(detail),
   notFound: (detail?: string) => commonErrors.notFound(detail),
   methodNotAllowed: (allow: string[]) => httpErrors.methodNotAllowed(`This path accepts ${allow.join(', ')}.`, { headers: { Allow: allow.join(', ') } }),

@@ -17,7 +17,7 @@ import type { AppContext } from '../app-context';
 import { compilePathMatcher, routingDocument, type OperationInfo } from './contract';
 import { problems, type ValidationIssue } from './problem';
 import { defineErrors } from '../errors';
-import { authenticateBearer, authenticateCookie, checkCsrf, type AuthResult } from './authenticate';
+import { authenticateBearer, authenticateCookie, checkCsrf, unauthenticatedDetail, type AuthResult } from './authenticate';
 import type { HandlerContext, HandlerMap } from '../../handlers/types';
 import type { Caller } from '../sessions/store';
 import type { LimitReport } from '../ratelimit/report';
@@ -252,7 +252,7 @@ async function authenticate(app: AppContext, route: Route, req: Request): Promis
     if (route.operatorOnly && !caller.operator) throw problems.forbidden('Only operators may use /ops.');
     if (caller.transport === 'cookie') checkCsrf(app.config, req);
   }
-  if (!authorized && route.info.security.length) throw problems.unauthenticated();
+  if (!authorized && route.info.security.length) throw problems.unauthenticated(unauthenticatedDetail(app, req, route.schemes.includes('sessionCookie')));
   return caller;
 }
 

@@ -1,7 +1,7 @@
 // Rules over the contract itself, so its conventions are enforced by a tool and not only by prose.
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadContract } from '../../src/http/contract';
+import { loadContract, resolveRef } from '../../src/http/contract';
 import { handlers } from '../../handlers';
 import { projectRoot } from '../../src/config';
 import { problemCodes } from '../support/problem-codes';
@@ -9,10 +9,7 @@ import { problemCodes } from '../support/problem-codes';
 const contract = loadContract();
 const ops = [...contract.operations.values()];
 const raw = (op: (typeof ops)[number]) => contract.document.paths[op.path][op.method];
-const deref = (obj: any) => {
-  while (obj?.$ref) obj = obj.$ref.replace(/^#\//, '').split('/').reduce((o: any, k: string) => o[k], contract.document);
-  return obj;
-};
+const deref = (obj: any) => resolveRef(contract.document, obj);
 
 it('covers every operation of the spec seed', () => {
   // A copy of the spec's operation list (shared/seed/operations.txt), kept in the project so the

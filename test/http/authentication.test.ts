@@ -66,7 +66,7 @@ describe('/ops', () => {
   });
 
   it('does not accept the session cookie (bearer only), and says so in the 401', async () => {
-    // The hint is given by path (src/http/authenticate.ts): it holds while every /ops operation is bearer-only.
+    // The hint goes with every bearer-only operation (router.ts → unauthenticatedDetail), and those are the /ops ones.
     const ops = [...t.ctx.contract.operations.values()].filter((o) => o.path.startsWith('/ops/'));
     expect(ops.filter((o) => JSON.stringify(o.security) !== JSON.stringify([{ bearerAuth: ['operator'] }])).map((o) => o.operationId)).toEqual([]);
     const op = await signedInUser(t.ctx, { operator: true, transport: 'cookie' });

@@ -1,14 +1,11 @@
 // The codes an error response documents: the `code` enum of its problem schema
 // (`content["application/problem+json"].schema` → `properties.code` → enum), following $refs.
-type Doc = Record<string, any>;
+import { resolveRef } from '../../src/http/contract';
 
-export function deref(document: Doc, obj: any): any {
-  while (obj?.$ref) obj = obj.$ref.replace(/^#\//, '').split('/').reduce((o: any, k: string) => o[k], document);
-  return obj;
-}
+type Doc = Record<string, any>;
 
 /** The problem schema's `code` enum, or [] when the response has no problem body. */
 export function problemCodes(document: Doc, response: any): string[] {
-  const schema = deref(document, deref(document, response)?.content?.['application/problem+json']?.schema);
-  return deref(document, schema?.properties?.code)?.enum ?? [];
+  const schema = resolveRef(document, resolveRef(document, response)?.content?.['application/problem+json']?.schema);
+  return resolveRef(document, schema?.properties?.code)?.enum ?? [];
 }
