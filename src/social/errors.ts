@@ -17,3 +17,8 @@ export const socialErrors = defineErrors('social', {
   providerNotConfigured: { code: 'provider_not_configured', status: 503, detail: 'Sign-in with this provider is not configured on this service.' },
   providerUnavailable: { code: 'provider_unavailable', status: 503, detail: 'The provider could not be reached. Try again shortly.' },
 });
+
+const PROVIDER_RETRY_AFTER_SECONDS = 5;
+
+/** 503 `provider_unavailable`: a passing outage, so the client is told when to try again. */
+export const providerUnavailable = () => socialErrors.providerUnavailable(undefined, { headers: { 'Retry-After': String(PROVIDER_RETRY_AFTER_SECONDS) } });

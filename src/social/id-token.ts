@@ -5,7 +5,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import { ProviderUnreachable, type ProviderClient } from './providers';
-import { socialErrors } from './errors';
+import { providerUnavailable } from './errors';
 
 /** Who the provider says signed in. */
 export interface IdentityClaims {
@@ -56,7 +56,7 @@ export async function verifyIdToken(
       requiredClaims: ['sub', 'exp', 'iat'],
     }));
   } catch (err) {
-    if (err instanceof ProviderUnreachable) throw socialErrors.providerUnavailable();
+    if (err instanceof ProviderUnreachable) throw providerUnavailable();
     throw new TokenRejected(reasonOf(err));
   }
   // jose checks `iat` only against a maximum age; a token from the future is refused here.

@@ -7,7 +7,7 @@ import { jwtVerify, type JWTPayload } from 'jose';
 import type { Services } from '../services';
 import type { RequestMeta } from '../audit/service';
 import { ProviderUnreachable } from './providers';
-import { socialErrors } from './errors';
+import { providerUnavailable, socialErrors } from './errors';
 import * as store from './store';
 
 const PROVIDER = 'provider_b' as const;
@@ -54,7 +54,7 @@ export async function handleNotification(s: Services, token: string, meta: Reque
       requiredClaims: ['iat'],
     }));
   } catch (err) {
-    if (err instanceof ProviderUnreachable) throw socialErrors.providerUnavailable();
+    if (err instanceof ProviderUnreachable) throw providerUnavailable();
     s.logger.warn('provider notification refused', { provider: PROVIDER, error: String(err) });
     throw socialErrors.invalidSignature();
   }

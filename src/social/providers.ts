@@ -9,7 +9,7 @@ import type { Logger } from '../logger';
 import type { SocialConfig, Provider, ProviderSettings } from '../system/provider-config';
 import { insecureIssuerAllowed } from '../system/provider-config';
 import { ClientSecretCache, es256ClientSecret } from './client-secret';
-import { socialErrors } from './errors';
+import { providerUnavailable, socialErrors } from './errors';
 
 const DISCOVERY_TTL_MS = 24 * 3600 * 1000;
 /** Keys are refetched this often even when every token names a known key (removed keys go). */
@@ -62,7 +62,7 @@ export class SocialProviders {
     } catch (err) {
       if (this.cache.get(provider) === entry) this.cache.delete(provider);
       this.logger.warn('social provider discovery failed', { provider, issuer: settings.issuer, error: String(err) });
-      throw socialErrors.providerUnavailable();
+      throw providerUnavailable();
     }
   }
 

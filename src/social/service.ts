@@ -70,6 +70,13 @@ export interface CallbackParams {
 const PROVIDER_FAULTS = new Set(['unreachable', 'client_refused']);
 
 /**
+ * openid-client's codes for a provider that gave no usable answer: its timeout and abort (it wraps
+ * the fetch's DOMException in a ClientError), and an HTTP error without an OAuth error body (a
+ * proxy's 502 page, a 503).
+ */
+const NO_ANSWER_CODES = new Set(['OAUTH_TIMEOUT', 'OAUTH_ABORT', 'OAUTH_RESPONSE_IS_NOT_CONFORM', 'OAUTH_RESPONSE_IS_NOT_JSON']);
+
+/**
  * Why a code exchange failed: `code_refused` (the provider says the code is bad, expired or used),
  * `client_refused` (it refuses our client credentials or request: a configuration problem),
  * `unreachable` (no usable answer in time), or `invalid_response` (its answer failed openid-client's
@@ -77,8 +84,9 @@ const PROVIDER_FAULTS = new Set(['unreachable', 'client_refused']);
  */
 function exchangeFailure(err: unknown): string {
   if (err instanceof oidc.ResponseBodyError) return err.error === 'invalid_grant' ? 'code_refused' : 'client_refused';
-  const name = (err as Error | undefined)?.name;
-  if (name === 'TimeoutError' || name === 'AbortError' || (err instanceof TypeError && /fetch failed/i.test(err.message))) return 'unreachable';
+  if (err instanceof oidc.ClientError && NO_ANSWER_CODES.has(err.code ?? '')) return 'unreachable';
+  // A refused or reset connection: fetch's own TypeError, which openid-client passes on as it is.
+  if (err instanceof TypeError && /fetch failed/i.test(err.message)) return 'unreachable';
   return 'invalid_response';
 }
 

@@ -1,11 +1,12 @@
 // The browser flow against real OpenID providers: start → the provider's sign-in → callback, through
 // HTTP redirects, for both provider shapes; linking through the same flow; and every way it can fail.
-import type { TestApp } from '../support/test-app';
+import { startTestApp, type TestApp } from '../support/test-app';
 import {
   APP_ORIGIN,
   browserFlow,
   CLIENTS,
   liveCookies,
+  nativeIdToken,
   REDIRECT_TO,
   sendCallback,
   setCookies,
@@ -287,5 +288,58 @@ describe('linking through the browser flow', () => {
     const user = await signedInWithCookie();
     const flow = await browserFlow(t, peers, 'provider_a', { sub: s }, { intent: 'link', sessionCookie: user.cookie });
     expect(flow.res.headers.location).toBe(`${REDIRECT_TO}?error=identity_in_use`);
+  });
+});
+
+describe('a provider in trouble (PROVIDER_TIMEOUT_MS 500)', () => {
+  let slow: TestApp;
+  beforeAll(async () => void (slow = await startTestApp({ ...peers.env, PROVIDER_TIMEOUT_MS: '500' })));
+  afterAll(async () => {
+    await Promise.all([peers.a.failPaths([]), peers.b.failPaths([])]);
+    await slow?.close();
+  });
+  const lastFailure = async () => (await slow.ctx.db('audit_events').where({ action: 'auth.login.failed' }).orderBy('at', 'desc'))[0];
+
+  it('a token endpoint that accepts the request and never answers: the callback redirects with ?error=provider_error', async () => {
+    const s = sub();
+    await peers.a.setAccount(s, { email: email(), email_verified: true });
+    await peers.a.failPaths(['/token']);
+    try {
+      const started = Date.now();
+      const flow = await browserFlow(slow, peers, 'provider_a', { sub: s });
+      expect(flow.res.status).toBe(302);
+      expect(flow.res.headers.location).toBe(`${REDIRECT_TO}?error=provider_error`);
+      expect(sessionCookieOf(flow.res)).toBeUndefined();
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await peers.a.failPaths([]);
+    }
+    expect((await lastFailure()).data).toMatchObject({ reason: 'provider_error', method: 'provider_a', detail: 'unreachable' });
+  });
+
+  it('a token endpoint answering an HTML error page (a proxy in front of it) is the provider\'s error too', async () => {
+    const s = sub();
+    await peers.a.setAccount(s, { email: email(), email_verified: true });
+    await peers.a.failPaths(['/token'], 502);
+    try {
+      const flow = await browserFlow(slow, peers, 'provider_a', { sub: s });
+      expect(flow.res.headers.location).toBe(`${REDIRECT_TO}?error=provider_error`);
+    } finally {
+      await peers.a.failPaths([]);
+    }
+    expect((await lastFailure()).data).toMatchObject({ reason: 'provider_error', detail: 'unreachable' });
+  });
+
+  it('native sign-in while the provider\'s keys endpoint never answers: 503 provider_unavailable with Retry-After, not 401', async () => {
+    // provider_b: this app has not fetched its keys yet.
+    const { idToken, nonce } = await nativeIdToken(slow, peers, 'provider_b', sub());
+    await peers.b.failPaths(['/jwks']);
+    try {
+      const res = await slow.http.post('/v1/auth/provider_b/token').send({ id_token: idToken, nonce }).expect(503);
+      expect(res.body.code).toBe('provider_unavailable');
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    } finally {
+      await peers.b.failPaths([]);
+    }
   });
 });

@@ -60,6 +60,11 @@ export interface OidcPeer {
    * token. For an Apple-style client, clientSecret must be the ES256 JWT (see appleStyleClientSecret).
    */
   issueIdToken(opts: { clientId: string; clientSecret: string; redirectUri: string; nonce: string; sub: string }): Promise<string>;
+  /**
+   * Makes requests to these paths (e.g. `/token`) fail as a provider in trouble does: `hang`
+   * accepts them and never answers; a status answers it with an HTML page. `[]` restores them.
+   */
+  failPaths(paths: string[], how?: 'hang' | number): Promise<void>;
   /** Restarts the provider on the same port with a new signing key (new kid); accounts survive. */
   rotateKeys(): Promise<void>;
   close(): Promise<void>;
@@ -257,6 +262,15 @@ class Peer implements OidcPeer {
     });
     if (res.status !== 204) throw new Error(`oidc peer: setAccount answered ${res.status} ${res.body}`);
     this.accounts[sub] = { ...account };
+  }
+
+  async failPaths(paths: string[], how: 'hang' | number = 'hang'): Promise<void> {
+    const res = await request(`${this.issuer}/__test/failing`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ paths, how }),
+    });
+    if (res.status !== 204) throw new Error(`oidc peer: failPaths answered ${res.status} ${res.body}`);
   }
 
   async authorize(authorizationUrl: string, as: { sub: string } | { cancel: true }): Promise<CallbackRequest> {

@@ -162,8 +162,36 @@ async function appleSecretValid(client, secret) {
   }
 }
 
+// Paths (e.g. `/token`) set by a test to fail as a provider in trouble does: `hang` accepts the
+// request and never answers (the held responses are dropped when the test lifts it), a number
+// answers that status with an HTML page, as a proxy in front of a broken provider would.
+let failing = { paths: new Set(), how: 'hang' };
+const held = new Set();
+
 const callback = provider.callback();
 server.on('request', async (req, res) => {
+  // Test-only admin endpoint: make paths fail (`{paths: [], how}`; no paths restores them).
+  if (req.method === 'PUT' && req.url === '/__test/failing') {
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const { paths, how } = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    failing = { paths: new Set(paths), how: how ?? 'hang' };
+    if (!failing.paths.size) {
+      for (const response of held) response.destroy();
+      held.clear();
+    }
+    res.writeHead(204).end();
+    return;
+  }
+  if (failing.paths.has(new URL(req.url, issuer).pathname)) {
+    if (failing.how === 'hang') {
+      held.add(res);
+      res.once('close', () => held.delete(res));
+    } else {
+      res.writeHead(failing.how, { 'content-type': 'text/html' }).end('<html><body>Bad Gateway</body></html>');
+    }
+    return;
+  }
   // Test-only admin endpoint: set the claims the provider returns for a sub.
   if (req.method === 'POST' && req.url === '/__test/accounts') {
     const chunks = [];
