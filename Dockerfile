@@ -25,7 +25,7 @@ EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD node -e "require('http').get('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz',r=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1))"
 # Commands run compiled, with the container's configuration:
-#   docker exec <container> node dist/src/main.js grant-operator EMAIL   (also disable-account, enable-account, migrate)
+#   docker exec <container> node dist/src/main.js grant-operator EMAIL   (also revoke-operator, disable-account, enable-account, migrate)
 # SIGTERM → stop accepting, finish in-flight requests, close pools.
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/src/main.js", "serve"]

@@ -2,7 +2,8 @@
 //   node dist/src/main.js [serve]              start the API (runs migrations first; job workers too unless RUN_WORKERS=false)
 //   node dist/src/main.js worker               run job workers only (no HTTP), to scale them apart
 //   node dist/src/main.js migrate              apply database migrations and exit
-//   node dist/src/main.js grant-operator EMAIL make an existing account an operator
+//   node dist/src/main.js grant-operator EMAIL make an existing account with a verified email an operator
+//   node dist/src/main.js revoke-operator EMAIL take the role away again
 //   node dist/src/main.js disable-account EMAIL  refuse every sign-in of the account and end its sessions
 //   node dist/src/main.js enable-account EMAIL   undo disable-account
 // The account commands work on DATABASE_URL, else on the embedded database `npm start` made under
@@ -17,7 +18,9 @@ import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
 import { createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
-import { grantOperator, setDisabled } from './accounts/store';
+import { setDisabled } from './accounts/store';
+import { OperatorGrants, type GrantOutcome, type RevokeOutcome } from './accounts/operators';
+import { AuditService } from './audit/service';
 import { revokeOtherSessions } from './sessions/store';
 import { endUserChallenges } from './mfa/store';
 import { insertAuditEvent } from './audit/store';
@@ -83,6 +86,19 @@ async function prepareDatabase(owner: Db, config: Config, logger: Logger): Promi
   await provisionAppRole(owner, config, logger);
 }
 
+/**
+ * OPERATOR_EMAILS at start: the listed accounts that are verified and enabled (the rest get the
+ * role once they verify). Operators whose email is not verified are named in a warning: nothing
+ * here can tell who granted them, so an operator decides (revoke-operator).
+ */
+async function applyOperatorEmails(app: AppContext): Promise<void> {
+  const { granted, unverified } = await app.services.transaction(async (tx) => ({ granted: await tx.operators.grantListed(), unverified: await tx.operators.unverified() }));
+  if (granted.length) app.logger.info('operators granted from OPERATOR_EMAILS', { count: granted.length, user_ids: granted });
+  if (unverified.length) {
+    app.logger.warn('operators whose email is not verified: check them, and revoke-operator those you do not know', { user_ids: unverified });
+  }
+}
+
 /** Applies migrations, retrying while the database is unreachable (no crash loop). */
 async function migrateWhenReachable(app: AppContext, owner: Db, stopped: () => boolean, onReady: () => Promise<void>): Promise<void> {
   for (let attempt = 1; !stopped(); attempt++) {
@@ -90,8 +106,7 @@ async function migrateWhenReachable(app: AppContext, owner: Db, stopped: () => b
       await prepareDatabase(owner, app.config, app.logger);
       await assertSubjectToPolicies(app.db);
       await owner.destroy();
-      const granted = await app.services.accounts.grantOperatorsByEmail(app.config.operatorEmails);
-      if (granted) app.logger.info('operators granted from OPERATOR_EMAILS', { count: granted });
+      await applyOperatorEmails(app);
       app.state.databaseReady = true;
       app.logger.info('database ready');
       await onReady();
@@ -225,6 +240,33 @@ async function setAccountDisabled(db: Db, email: string, disabled: boolean): Pro
   });
 }
 
+/** What grant-operator / revoke-operator say: a log line when done, a ConfigError (exit 1) when refused. */
+function reportOperatorCommand(logger: Logger, config: Config, email: string, outcome: GrantOutcome | RevokeOutcome, label: string): void {
+  switch (outcome) {
+    case 'granted':
+    case 'already_operator':
+      logger.info(outcome === 'granted' ? 'operator granted' : 'already an operator', { email, database: label });
+      return;
+    case 'revoked':
+    case 'not_operator': {
+      logger.info(outcome === 'revoked' ? 'operator revoked' : 'not an operator', { email, database: label });
+      if (config.operatorEmails.includes(email.trim().toLowerCase())) {
+        logger.warn('OPERATOR_EMAILS lists this address: the service grants the role again at its next start. Remove it from OPERATOR_EMAILS.', { email });
+      }
+      return;
+    }
+    case 'no_account':
+      throw new ConfigError(`No account with the email ${email} in ${label}. Register it first, then run this again.`);
+    case 'unverified':
+      throw new ConfigError(
+        `The account ${email} in ${label} has not verified its email address, so nothing proves it belongs to the person you mean. ` +
+          'Ask them to verify it (the code mailed at registration, or POST /v1/auth/verify-email/resend), then run this again.',
+      );
+    case 'disabled':
+      throw new ConfigError(`The account ${email} in ${label} is disabled. Enable it first (enable-account), then run this again.`);
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command = 'serve', ...args] = argv;
   const config = loadConfig();
@@ -236,12 +278,17 @@ async function main(argv: string[]): Promise<void> {
       return serve(config, logger, 'worker');
     case 'migrate':
       return migrate(config, logger);
-    case 'grant-operator': {
+    case 'grant-operator':
+    case 'revoke-operator': {
       const email = args[0];
-      if (!email) throw new ConfigError('usage: grant-operator <email>');
-      const { result: granted, label } = await withAccountsDatabase(config, logger, command, (db) => grantOperator(db, email));
-      if (!granted) throw new ConfigError(`No account with the email ${email} in ${label}. Register it first, then run this again.`);
-      logger.info('operator granted', { email, database: label });
+      if (!email) throw new ConfigError(`usage: ${command} <email>`);
+      const { result, label } = await withAccountsDatabase(config, logger, command, (db) =>
+        db.transaction((trx) => {
+          const operators = new OperatorGrants({ db: trx, now: () => new Date(), config, audit: new AuditService({ db: trx, now: () => new Date() }) });
+          return command === 'grant-operator' ? operators.grant(email) : operators.revoke(email);
+        }),
+      );
+      reportOperatorCommand(logger, config, email, result, label);
       return;
     }
     case 'disable-account':
@@ -255,7 +302,7 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     default:
-      throw new ConfigError(`Unknown command "${command}". Commands: serve, worker, migrate, grant-operator <email>, disable-account <email>, enable-account <email>.`);
+      throw new ConfigError(`Unknown command "${command}". Commands: serve, worker, migrate, grant-operator <email>, revoke-operator <email>, disable-account <email>, enable-account <email>.`);
   }
 }
 

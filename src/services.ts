@@ -22,6 +22,7 @@ import { OneTimeCodes } from './accounts/one-time-codes';
 import { AccountService } from './accounts/service';
 import { EmailVerificationService } from './accounts/email-verification';
 import { PasswordResetService } from './accounts/password-reset';
+import { OperatorGrants } from './accounts/operators';
 import { JobRunsService } from './jobs/runs';
 import { QueuesService } from './jobs/queues';
 import { JobDefinitionsService } from './jobs/definitions';
@@ -152,6 +153,10 @@ export class Services {
 
   get accounts(): AccountService {
     return this.once('accounts', () => new AccountService(this));
+  }
+
+  get operators(): OperatorGrants {
+    return this.once('operators', () => new OperatorGrants(this));
   }
 
   get mfa(): MfaService {

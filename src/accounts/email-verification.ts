@@ -54,6 +54,7 @@ export class EmailVerificationService {
       if (await tx.codes.consume(user.id, 'verify_email', code)) {
         await store.markEmailVerified(tx.db, user.id, tx.now());
         await tx.audit.record({ action: 'auth.email.verified', actor, target, meta });
+        await tx.operators.grantIfListed(user.id);
         return 'verified';
       }
       await tx.audit.record({ action: 'auth.email.verification_failed', actor, target, meta });

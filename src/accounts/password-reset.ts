@@ -78,6 +78,8 @@ export class PasswordResetService {
       if (!(await tx.codes.use(codeId))) return null;
       const now = tx.now();
       await store.setPasswordFromReset(tx.db, user.id, hash, now);
+      // The code proved the mailbox: the email is verified now, if it was not.
+      if (!user.emailVerified) await tx.operators.grantIfListed(user.id);
       const count = await tx.sessions.revokeAllOf(user.id, null);
       const actor = { kind: 'user' as const, id: user.id };
       await tx.audit.record({ action: 'auth.password.reset', actor, target: { kind: 'user', id: user.id }, data: { revoked_sessions: count }, meta });

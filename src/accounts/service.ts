@@ -1,5 +1,5 @@
 // Accounts: registration, password sign-in, password change, fresh proofs for sensitive changes,
-// account deletion and operator grants. Each change and its audit events share one transaction;
+// and account deletion (operator grants: operators.ts). Each change and its audit events share one transaction;
 // mail is queued in it and sent after the commit. Rate limits and bcrypt run before a transaction
 // opens (src/services.ts refuses them inside one).
 import type { Services } from '../services';
@@ -248,15 +248,5 @@ export class AccountService {
     // the address or the user id. They expire within a day anyway; this makes it now.
     await Promise.all([this.s.limits.forget(deleted.email), this.s.limits.forget(userId)]).catch(() => undefined);
     return { sessionsRevoked: deleted.sessionsRevoked };
-  }
-
-  /** The `grant-operator` command: false when no account has that email. */
-  grantOperator(email: string): Promise<boolean> {
-    return store.grantOperator(this.s.db, email);
-  }
-
-  /** OPERATOR_EMAILS, applied at every start; how many accounts became operators. */
-  grantOperatorsByEmail(emails: string[]): Promise<number> {
-    return store.grantOperatorsByEmail(this.s.db, emails);
   }
 }

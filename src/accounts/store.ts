@@ -20,16 +20,36 @@ export async function insertUser(db: Db, input: { email: string; name?: string |
   return id;
 }
 
-/** Grants the platform role `operator`; false when no account has that email. */
-export async function grantOperator(db: Db, email: string): Promise<boolean> {
-  const updated = await db('users').where({ email: normaliseEmail(email) }).update({ is_operator: true, updated_at: db.fn.now() });
-  return updated > 0;
+/** What deciding an operator grant needs: the row, locked for the rest of the transaction; null when no account has the email. */
+export async function lockOperatorCandidate(db: Db, email: string): Promise<{ id: string; verified: boolean; disabled: boolean; operator: boolean } | null> {
+  const row = await db('users').where({ email: normaliseEmail(email) }).forUpdate().first('id', 'email_verified_at', 'disabled_at', 'is_operator');
+  return row ? { id: row.id, verified: row.email_verified_at !== null, disabled: row.disabled_at !== null, operator: row.is_operator } : null;
 }
 
-/** Makes operators of the accounts listed in OPERATOR_EMAILS (applied at every start). */
-export async function grantOperatorsByEmail(db: Db, emails: string[]): Promise<number> {
-  if (!emails.length) return 0;
-  return db('users').whereIn('email', emails.map(normaliseEmail)).where({ is_operator: false }).update({ is_operator: true, updated_at: db.fn.now() });
+export async function setOperator(db: Db, id: string, operator: boolean, now: Date): Promise<void> {
+  await db('users').where({ id }).update({ is_operator: operator, updated_at: now });
+}
+
+/**
+ * Makes operators of the accounts with these emails that are verified, enabled and not operators
+ * yet (OPERATOR_EMAILS); `userId` narrows it to one account. The ids of the accounts granted.
+ */
+export async function grantVerifiedOperators(db: Db, emails: string[], now: Date, userId?: string): Promise<string[]> {
+  if (!emails.length) return [];
+  const query = db('users')
+    .whereIn('email', emails.map(normaliseEmail))
+    .where({ is_operator: false })
+    .whereNotNull('email_verified_at')
+    .whereNull('disabled_at');
+  if (userId) query.where({ id: userId });
+  const rows: { id: string }[] = await query.update({ is_operator: true, updated_at: now }).returning('id');
+  return rows.map((r) => r.id);
+}
+
+/** Operators whose email is not verified (granted before grants asked for it, or by hand): their ids. */
+export async function unverifiedOperators(db: Db): Promise<string[]> {
+  const rows: { id: string }[] = await db('users').where({ is_operator: true }).whereNull('email_verified_at').select('id');
+  return rows.map((r) => r.id);
 }
 
 /** What sign-in needs from a users row (the password hash never leaves src/accounts). */

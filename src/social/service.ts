@@ -293,6 +293,8 @@ export class SocialService {
             // Taken meanwhile by a concurrent sign-up.
             if (!user) throw socialErrors.accountExists();
             via = 'sign_up';
+            // A provider-verified address is a verified account: OPERATOR_EMAILS applies to it as to any other.
+            if (user.emailVerified && (await tx.operators.grantIfListed(user.id))) user = { ...user, operator: true };
             await tx.audit.record({ action: 'auth.registered', actor: { kind: 'user', id: user.id }, target: { kind: 'user', id: user.id }, data: { method: provider }, meta });
           }
           // Null: the account already has an identity of this provider (another subject), or a

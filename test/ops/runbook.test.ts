@@ -10,10 +10,12 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import type { Writable } from 'node:stream';
 import type { Response } from 'supertest';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { assertMatchesContract } from '../support/contract-validator';
 import { waitFor } from '../support/wait';
+import { codeIn, TestSmtpServer } from '../support/smtp';
 import type { AppContext } from '../../src/app-context';
 import type { JobKind } from '../../src/jobs/kinds';
 
@@ -95,9 +97,11 @@ function fail(message: string): never {
   throw new Error(message);
 }
 
-function runBash(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs `script`; `typist`, given the script's stdin, answers its prompts as a person at the terminal would. */
+function runBash(script: string, env: NodeJS.ProcessEnv, typist?: (stdin: Writable) => Promise<void>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-c', script], { cwd: ROOT, env, stdio: [typist ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    if (typist) typist(child.stdin!).catch((err: unknown) => child.stdin!.destroy(err as Error));
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -120,6 +124,7 @@ const failing = (name: string, maxAttempts: number): JobKind<AppContext> => ({
 });
 
 let t: TestApp;
+let smtp: TestSmtpServer;
 let server: http.Server;
 let base: string;
 let recordDir: string;
@@ -127,7 +132,8 @@ const runs: { discarded: number; retryable: number } = { discarded: 0, retryable
 
 beforeAll(async () => {
   // A minute of backoff: the retryable run stays retryable while the runbook runs.
-  t = await startTestApp({ SMTP_URL: '' }, { workers: true, jobKinds: [failing('runbook.gives_up', 1), failing('runbook.tries_again', 3)], jobTiming: { backoffMs: 60_000 } });
+  smtp = await TestSmtpServer.start();
+  t = await startTestApp({ SMTP_URL: smtp.url }, { workers: true, jobKinds: [failing('runbook.gives_up', 1), failing('runbook.tries_again', 3)], jobTiming: { backoffMs: 60_000 } });
   const system = { actor: { kind: 'system' as const, id: null } };
   const retryable = await t.ctx.jobs.enqueue(t.ctx.db, 'runbook.tries_again', {}, system);
   const discarded = await t.ctx.jobs.enqueue(t.ctx.db, 'runbook.gives_up', {}, system);
@@ -148,6 +154,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise((resolve) => server?.close(resolve));
   await t?.close();
+  await smtp?.stop();
   if (recordDir) fs.rmSync(recordDir, { recursive: true, force: true });
 });
 
@@ -161,9 +168,10 @@ const CHECKS: Record<string, Check> = {
     expect(exchanges).toEqual([]);
   },
   '1. Make an operator': async (exchanges, stdout) => {
-    expect(exchanges.map(call)).toEqual(['POST /v1/auth/register 201']);
-    expect(exchanges[0]!.body.user).toMatchObject({ email: 'ops@example.com', operator: false });
-    expect(stdout).toContain('"email": "ops@example.com"');
+    expect(exchanges.map(call)).toEqual(['POST /v1/auth/register 201', 'POST /v1/auth/verify-email 200']);
+    expect(exchanges[0]!.body.user).toMatchObject({ email: 'ops@example.com', email_verified: false, operator: false });
+    expect(exchanges[1]!.body).toMatchObject({ email: 'ops@example.com', email_verified: true });
+    expect(stdout).toContain('"email_verified": true');
     // grant-operator's log line names the database it used: the service's.
     const granted = stdout.split('\n').filter((l) => l.startsWith('{"')).map((l) => JSON.parse(l)).find((l) => l.message === 'operator granted');
     expect(granted).toMatchObject({ email: 'ops@example.com', database: t.ctx.config.databaseUrl });
@@ -230,7 +238,11 @@ it('docs/runbook.md works step by step against the running service', async () =>
   const script = PRELUDE + steps.map((s) => `RUNBOOK_STEP=${JSON.stringify(s.heading)}\necho ${JSON.stringify(marker(s.heading))}\n${s.script}`).join('\n');
   const env: NodeJS.ProcessEnv = { ...process.env, BASE: base, DATABASE_URL: t.ctx.config.databaseUrl!, NODE_ENV: 'development', LOG_LEVEL: 'info', RUNBOOK_RECORD: recordDir };
   for (const name of ['DATA_DIR', 'EMBEDDED_POSTGRES_PORT', 'OPERATOR_EMAILS', 'REDIS_PREFIX']) delete env[name];
-  const result = await runBash(script, env);
+  // Step 1 asks for the code mailed to ops@example.com: typed in once it reaches the mailbox.
+  const result = await runBash(script, env, async (stdin) => {
+    const mail = await smtp.waitForMessage((m) => m.to.includes('ops@example.com') && m.subject === 'Confirm your email address', 30_000);
+    stdin.end(`${codeIn(mail)}\n`);
+  });
   if (result.code !== 0) fail(`the runbook failed (exit ${result.code})\nstdout:\n${result.stdout.slice(-4000)}\nstderr:\n${result.stderr.slice(-4000)}`);
 
   const exchanges = readExchanges(recordDir);

@@ -3,245 +3,32 @@
 // Covers the production config check, serve (logs, health, readiness, SIGTERM), graceful
 // shutdown with a request in flight, the account commands (which database they use), and a
 // database down at start.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import knex from 'knex';
-import ts from 'typescript';
 import { cloneTemplateDatabase, databaseUrl, dropDatabase } from '../support/databases';
 import { freePort } from '../support/ports';
-
-// ---------------------------------------------------------------------------------------------
-// Helpers: processes, polling, HTTP, databases
-// ---------------------------------------------------------------------------------------------
-
-const ROOT = path.resolve(__dirname, '../..');
-/**
- * The service runs in ONE node process with tsx as a loader. Not the `tsx` command: it runs the
- * program in a child and relays signals, giving the child 30 ms to acknowledge one before it
- * SIGKILLs it, so on a loaded machine SIGTERM sometimes never reached our handler.
- */
-const NODE_TS = [process.execPath, ['--import', 'tsx']] as const;
-
-/** Settings the tests control; removed from the inherited environment unless set explicitly. */
-const CONTROLLED = ['NODE_ENV', 'DATABASE_URL', 'SESSION_SECRET', 'PUBLIC_BASE_URL', 'PORT', 'HOST', 'LOG_LEVEL', 'REDIS_PREFIX', 'OPERATOR_EMAILS', 'DATA_DIR', 'EMBEDDED_POSTGRES_PORT'];
-
-interface Proc {
-  child: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  /** Parsed JSON lines of stdout (non-JSON lines are skipped). */
-  logs(): Record<string, any>[];
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running = new Set<Proc>();
-const sockets = new Set<net.Socket>();
-
-/** `src/main.ts <args>` from the checkout, through tsx. */
-function start(args: string[], env: Record<string, string | undefined>): Proc {
-  return spawnProc([...NODE_TS[1], 'src/main.ts', ...args], ROOT, env);
-}
-
-/** `node dist/src/main.js <args>` in a directory laid out like the image (see buildImageLayout). */
-function startBuilt(imageDir: string, args: string[], env: Record<string, string | undefined>): Proc {
-  return spawnProc(['dist/src/main.js', ...args], imageDir, env);
-}
-
-function spawnProc(nodeArgs: string[], cwd: string, env: Record<string, string | undefined>): Proc {
-  const childEnv: Record<string, string | undefined> = { ...process.env };
-  for (const name of CONTROLLED) delete childEnv[name];
-  Object.assign(childEnv, env);
-  // detached: its own process group, so cleanup can kill whatever it starts.
-  const child = spawn(NODE_TS[0], nodeArgs, { cwd, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const proc: Proc = {
-    child,
-    stdout: () => out,
-    stderr: () => err,
-    logs: () =>
-      out
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .flatMap((l) => {
-          try {
-            return [JSON.parse(l)];
-          } catch {
-            return [];
-          }
-        }),
-    exit,
-  };
-  running.add(proc);
-  void exit.then(() => running.delete(proc));
-  return proc;
-}
-
-/** Kills whatever a test left running (each child's whole process group) and closes open sockets. */
-async function killAll(): Promise<void> {
-  for (const socket of sockets) socket.destroy();
-  sockets.clear();
-  await Promise.all(
-    [...running].map(async (p) => {
-      try {
-        process.kill(-p.child.pid!, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-      await withTimeout(p.exit, 5_000, 'killed child to exit').catch(() => undefined);
-    }),
-  );
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `check` until it returns a truthy value; throws after `ms`, with the process output. */
-async function waitFor<T>(what: string, check: () => T | Promise<T>, ms: number, proc?: Proc): Promise<NonNullable<T>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value as NonNullable<T>;
-    } catch {
-      /* not yet */
-    }
-    if (Date.now() > deadline) {
-      const output = proc ? `\nstdout:\n${proc.stdout().slice(-3000)}\nstderr:\n${proc.stderr().slice(-3000)}` : '';
-      throw new Error(`timed out after ${ms} ms waiting for ${what}${output}`);
-    }
-    await sleep(100);
-  }
-}
-
-const waitForLog = (proc: Proc, message: string, ms = 10_000) =>
-  waitFor(`log line "${message}"`, () => proc.logs().find((l) => l.message === message), ms, proc);
-
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: any;
-}
-
-/** One request on a fresh connection (no agent), bounded by a timeout. */
-function request(port: number, method: string, urlPath: string, opts: { headers?: Record<string, string>; body?: unknown } = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method,
-        path: urlPath,
-        agent: false,
-        timeout: 5_000,
-        headers: { ...(payload ? { 'Content-Type': 'application/json' } : {}), ...opts.headers },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (d: string) => (text += d));
-        res.on('end', () => {
-          let body: unknown = text;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            /* not JSON */
-          }
-          resolve({ status: res.statusCode!, headers: res.headers, body });
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`${method} ${urlPath} timed out`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-const get = (port: number, urlPath: string, headers?: Record<string, string>) => request(port, 'GET', urlPath, { headers });
-
-/** Resolves with the connect error code, or null when the connection was accepted. */
-function tryConnect(port: number): Promise<string | null> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.setTimeout(2_000, () => {
-      socket.destroy();
-      resolve('timeout');
-    });
-    socket.on('connect', () => {
-      socket.destroy();
-      resolve(null);
-    });
-    socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
-
-/** Environment for `serve` on a free port of 127.0.0.1, with its own Redis key prefix. */
-async function serveEnv(databaseUrlValue: string): Promise<{ port: number; env: Record<string, string> }> {
-  const port = await freePort();
-  return {
-    port,
-    env: {
-      NODE_ENV: 'development',
-      DATABASE_URL: databaseUrlValue,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'info',
-      REDIS_PREFIX: `test:process:${randomBytes(4).toString('hex')}:`,
-    },
-  };
-}
-
-/**
- * The Docker image's layout in a temporary directory: package.json, openapi.yaml, node_modules
- * (a link to the checkout's) and dist/ compiled from this checkout, and nothing else (no src/,
- * no tsx loader, no .data). dist/ is compiled file by file with TypeScript's transpileModule and
- * the options of tsconfig.build.json: under `isolatedModules` that emits what `npm run build`
- * emits, byte for byte, in a fraction of the time (type errors are `npm run typecheck`'s job).
- * So the test needs no earlier build and never reads a stale dist/.
- */
-function buildImageLayout(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenant-api-image-'));
-  const parsed = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.build.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-    },
-  });
-  if (!parsed) throw new Error('cannot read tsconfig.build.json');
-  for (const file of parsed.fileNames) {
-    const { outputText } = ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions: parsed.options, fileName: file });
-    const out = path.join(dir, 'dist', path.relative(ROOT, file).replace(/\.ts$/, '.js'));
-    fs.mkdirSync(path.dirname(out), { recursive: true });
-    fs.writeFileSync(out, outputText);
-  }
-  for (const file of ['package.json', 'openapi.yaml']) fs.copyFileSync(path.join(ROOT, file), path.join(dir, file));
-  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-  return dir;
-}
-
-async function stopWithSigterm(proc: Proc, ms = 10_000) {
-  proc.child.kill('SIGTERM'); // tsx relays it to the node process running main.ts
-  return withTimeout(proc.exit, ms, 'the process to exit after SIGTERM');
-}
+import { embeddedUrl } from '../../src/platform/embedded-postgres';
+import {
+  buildImageLayout,
+  get,
+  killAll,
+  request,
+  serveEnv,
+  sleep,
+  sockets,
+  start,
+  startBuilt,
+  stopWithSigterm,
+  tryConnect,
+  waitFor,
+  waitForLog,
+  withTimeout,
+  type Answer,
+} from '../support/processes';
 
 /**
  * Starts `serve`, opens a keep-alive POST /v1/echo that has sent only half its body, sends SIGTERM
@@ -364,7 +151,7 @@ describe('grant-operator', () => {
 
     const userDb = knex({ client: 'pg', connection: databaseUrl(dbName), pool: { min: 0, max: 1 } });
     try {
-      await userDb.raw(`insert into users (id, email) values ('usr_01jd8x4k3m5n6p7q8r9s0t1v2w', 'ops@example.com')`);
+      await userDb.raw(`insert into users (id, email, email_verified_at) values ('usr_01jd8x4k3m5n6p7q8r9s0t1v2w', 'ops@example.com', now())`);
       const granted = start(['grant-operator', 'OPS@example.com'], env);
       const { code } = await withTimeout(granted.exit, 15_000, 'grant-operator to exit');
       expect({ code, stderr: granted.stderr() }).toEqual({ code: 0, stderr: '' });
@@ -418,6 +205,9 @@ describe('account commands on the embedded database of npm start', () => {
     await waitFor('GET /readyz 200', async () => serve.child.exitCode === null && (await get(port, '/readyz')).status === 200, 30_000, serve);
     const registered = await request(port, 'POST', '/v1/auth/register', { body: { email: 'local-ops@example.com', password: 'correct horse battery staple', transport: 'bearer' } });
     expect(registered.status).toBe(201);
+    // grant-operator asks for a verified email: its owner would enter the mailed code; here, the row.
+    const embeddedDb = knex({ client: 'pg', connection: embeddedUrl(Number(env.EMBEDDED_POSTGRES_PORT)), pool: { min: 0, max: 1 } });
+    await embeddedDb('users').where({ email: 'local-ops@example.com' }).update({ email_verified_at: new Date() }).finally(() => embeddedDb.destroy());
 
     // No EMBEDDED_POSTGRES_PORT: the command finds the running server from its data directory.
     const label = `the embedded PostgreSQL under ${path.join(dataDir, 'postgres')} (DATABASE_URL is not set)`;
@@ -454,7 +244,7 @@ describe('the built commands, as in the Docker image', () => {
     const userDb = knex({ client: 'pg', connection: databaseUrl(dbName), pool: { min: 0, max: 1 } });
     try {
       const id = 'usr_01jd8x4k3m5n6p7q8r9s0t1v4y';
-      await userDb.raw(`insert into users (id, email) values (?, 'image-ops@example.com')`, [id]);
+      await userDb.raw(`insert into users (id, email, email_verified_at) values (?, 'image-ops@example.com', now())`, [id]);
       const unknown = startBuilt(imageDir, ['grant-operator', 'nobody@example.com'], env);
       expect((await withTimeout(unknown.exit, 15_000, 'grant-operator to exit')).code).toBe(1);
       expect(unknown.stderr()).toBe(`No account with the email nobody@example.com in ${databaseUrl(dbName)}. Register it first, then run this again.\n`);
