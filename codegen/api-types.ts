@@ -3912,7 +3912,7 @@ export interface components {
          */
         InternalProblemCode: "internal";
         /**
-         * @description A 503 Problem whose `code` is `unavailable` or `provider_not_configured` or `provider_unavailable`.
+         * @description A 503 Problem whose `code` is `unavailable` or `provider_unavailable`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Service Unavailable",
@@ -3935,7 +3935,32 @@ export interface components {
          * @example unavailable
          * @enum {string}
          */
-        SocialUnavailableProblemCode: "unavailable" | "provider_not_configured" | "provider_unavailable";
+        SocialUnavailableProblemCode: "unavailable" | "provider_unavailable";
+        /**
+         * @description A 404 Problem whose `code` is `provider_not_configured`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Not Found",
+         *       "status": 404,
+         *       "detail": "Sign-in with provider_b is not configured on this service.",
+         *       "code": "provider_not_configured",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        ProviderNotConfiguredProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["ProviderNotConfiguredProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `ProviderNotConfiguredProblem`.
+         * @example provider_not_configured
+         * @enum {string}
+         */
+        ProviderNotConfiguredProblemCode: "provider_not_configured";
         /**
          * @description `login` signs in (or signs up); `link` links the identity to the signed-in user.
          * @default login
@@ -8527,7 +8552,27 @@ export interface components {
                 "application/problem+json": components["schemas"]["InternalProblem"];
             };
         };
-        /** @description A dependency (database, Redis) is unreachable or maintenance mode is on (`unavailable`); the provider is not configured on this service (`provider_not_configured`: /ops/auth/providers says what is missing); or the provider could not be reached within PROVIDER_TIMEOUT_MS (`provider_unavailable`). Codes: `unavailable`, `provider_not_configured`, `provider_unavailable`. */
+        /** @description This service does not offer sign-in with this provider: it is not configured here (`GET /ops/auth/providers` names what is missing). Not an outage, so no `Retry-After`: trying again changes nothing until an operator configures it. Codes: `provider_not_configured`. */
+        ProviderNotConfigured: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Not Found",
+                 *       "status": 404,
+                 *       "detail": "Sign-in with provider_b is not configured on this service.",
+                 *       "code": "provider_not_configured",
+                 *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["ProviderNotConfiguredProblem"];
+            };
+        };
+        /** @description A dependency (database, Redis) is unreachable or maintenance mode is on (`unavailable`), or the provider could not be reached within PROVIDER_TIMEOUT_MS (`provider_unavailable`); try again after `Retry-After` seconds. Codes: `unavailable`, `provider_unavailable`. */
         SocialUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -10335,6 +10380,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["ProviderNotConfigured"];
             /** @description With `intent=link`, the signed-in user already has an identity from this provider; unlink it first. Codes: `provider_already_linked`. */
             409: {
                 headers: {
@@ -10392,6 +10438,7 @@ export interface operations {
                     "application/json": components["schemas"]["SocialNonce"];
                 };
             };
+            404: components["responses"]["ProviderNotConfigured"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -10531,6 +10578,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["InvalidSignatureProblem"];
                 };
             };
+            404: components["responses"]["ProviderNotConfigured"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -10602,6 +10650,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["RegistrationClosedOrAccountDisabledProblem"];
                 };
             };
+            404: components["responses"]["ProviderNotConfigured"];
             /** @description An account with the same email exists but cannot be linked automatically (the provider or the account has not verified the email): sign in another way, then link the provider with the browser flow and `intent=link`. Codes: `account_exists`. */
             409: {
                 headers: {
@@ -10684,6 +10733,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["RegistrationClosedOrAccountDisabledProblem"];
                 };
             };
+            404: components["responses"]["ProviderNotConfigured"];
             /** @description An account with the same email exists but cannot be linked automatically (the provider or the account has not verified the email): sign in another way, then link the provider with the browser flow and `intent=link`. Codes: `account_exists`. */
             409: {
                 headers: {

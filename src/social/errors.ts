@@ -14,7 +14,7 @@ export const socialErrors = defineErrors('social', {
   lastSignInMethod: { code: 'last_sign_in_method', status: 409, detail: 'This is your only way to sign in. Set a password or add a passkey first.' },
   invalidState: { code: 'invalid_state', status: 400, detail: 'This sign-in link has expired or was already used. Start again.' },
   redirectNotAllowed: { code: 'redirect_not_allowed', status: 422, detail: 'redirect_to is not on an allowed app origin.' },
-  providerNotConfigured: { code: 'provider_not_configured', status: 503, detail: 'Sign-in with this provider is not configured on this service.' },
+  providerNotConfigured: { code: 'provider_not_configured', status: 404, detail: 'Sign-in with this provider is not configured on this service.' },
   providerUnavailable: { code: 'provider_unavailable', status: 503, detail: 'The provider could not be reached. Try again shortly.' },
 });
 

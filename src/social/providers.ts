@@ -39,7 +39,7 @@ export class SocialProviders {
     private readonly logger: Logger,
   ) {}
 
-  /** The provider's settings; 503 `provider_not_configured` when a variable is missing. */
+  /** The provider's settings; 404 `provider_not_configured` when a variable is missing (this service does not offer it). */
   settings(provider: Provider): ProviderSettings {
     const settings = this.config.providers[provider];
     if (!settings) throw socialErrors.providerNotConfigured(`Sign-in with ${provider} is not configured on this service.`);

@@ -1,7 +1,7 @@
 // The social providers' configuration (DESIGN 2), read once by loadConfig: issuer (found by
 // discovery), client id(s), and a client secret (provider_a) or the team's signing key that makes
 // provider_b's ES256 client secret. A provider with any variable missing is not configured: its
-// operations answer 503 `provider_not_configured` and /ops/auth/providers names what is missing.
+// operations answer 404 `provider_not_configured` and /ops/auth/providers names what is missing.
 // Also which of the secrets with a development fallback were given (names only, never values).
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 

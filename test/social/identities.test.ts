@@ -539,15 +539,20 @@ describe('provider_b not configured', () => {
     await bare?.close();
   });
 
-  it('answers 503 provider_not_configured to notifications and nonces', async () => {
+  it('answers 404 provider_not_configured (not an outage: no Retry-After) to notifications, nonces, tokens and the start', async () => {
     syncClock(bare);
     const payload = await providerNotification(peers, { type: 'email-disabled', sub: sub() });
-    const res = await bare.http.post('/v1/auth/provider_b/notifications').send({ payload }).expect(503);
+    const res = await bare.http.post('/v1/auth/provider_b/notifications').send({ payload }).expect(404);
     expect(res.body.code).toBe('provider_not_configured');
+    expect(res.headers['retry-after']).toBeUndefined();
     expect(await bare.ctx.db('audit_events').where({ action: 'social.notification.received' })).toEqual([]);
 
-    const nonce = await bare.http.post('/v1/auth/provider_b/nonce').expect(503);
+    const nonce = await bare.http.post('/v1/auth/provider_b/nonce').expect(404);
     expect(nonce.body.code).toBe('provider_not_configured');
+    const token = await bare.http.post('/v1/auth/provider_b/token').send({ id_token: 'x', nonce: 'n' }).expect(404);
+    expect(token.body.code).toBe('provider_not_configured');
+    const start = await bare.http.get('/v1/auth/provider_b/start?redirect_to=https%3A%2F%2Fapp.example.test%2Fdone').expect(404);
+    expect(start.body.code).toBe('provider_not_configured');
     // provider_a, still configured, is unaffected.
     await bare.http.post('/v1/auth/provider_a/nonce').expect(201);
   });

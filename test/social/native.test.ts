@@ -251,7 +251,7 @@ describe('POST /v1/auth/provider_b/token', () => {
 });
 
 describe('configuration', () => {
-  it('an unconfigured provider answers 503 provider_not_configured; an unreachable one 503 provider_unavailable, promptly', async () => {
+  it('an unconfigured provider answers 404 provider_not_configured without Retry-After; an unreachable one 503 provider_unavailable, promptly', async () => {
     const env = { ...peers.env } as Record<string, string>;
     for (const name of Object.keys(env)) if (name.startsWith('PROVIDER_A_')) delete env[name];
     // provider_b points at a port nothing listens on.
@@ -265,12 +265,13 @@ describe('configuration', () => {
         ['get', '/v1/auth/provider_a/start?redirect_to=https%3A%2F%2Fapp.example.test%2Fdone', undefined],
       ] as const) {
         const req = (other.http as any)[method](path);
-        const res = await (body ? req.send(body) : req).expect(503);
-        expect({ path, code: res.body.code }).toEqual({ path, code: 'provider_not_configured' });
+        const res = await (body ? req.send(body) : req).expect(404);
+        expect({ path, code: res.body.code, retryAfter: res.headers['retry-after'] }).toEqual({ path, code: 'provider_not_configured', retryAfter: undefined });
       }
       const started = Date.now();
       const res = await other.http.get('/v1/auth/provider_b/start?redirect_to=https%3A%2F%2Fapp.example.test%2Fdone').expect(503);
       expect(res.body.code).toBe('provider_unavailable');
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
       expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
       await other.close();
