@@ -104,8 +104,8 @@ function runBash(script: string, env: NodeJS.ProcessEnv, typist?: (stdin: Writab
     if (typist) typist(child.stdin!).catch((err: unknown) => child.stdin!.destroy(err as Error));
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
