@@ -861,6 +861,9 @@ export interface paths {
          *     session is ignored. `intent=link` needs the session cookie (else 401) and links the
          *     provider identity to the signed-in user at the callback (one identity per provider per
          *     user). Rate limit: the per-IP ceiling. Writes no audit event (the callback does).
+         *
+         *     It creates sign-in state, so `HEAD` is not answered here (`x-head: false`): 405
+         *     `method_not_allowed` with `Allow: GET`.
          */
         get: operations["startSocialLogin"];
         put?: never;
@@ -934,6 +937,9 @@ export interface paths {
          *     `provider_a`), `auth.login.mfa_required` when a second factor is needed, `auth.registered`
          *     when an account is created, `social.identity.linked` when an identity is linked (also on
          *     sign-up).
+         *
+         *     It uses up the state, so `HEAD` is not answered here (`x-head: false`): 405
+         *     `method_not_allowed` with `Allow: GET`.
          */
         get: operations["providerACallback"];
         put?: never;

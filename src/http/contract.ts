@@ -32,8 +32,14 @@ export interface Contract {
   jsonText: string;
   version: string;
   operations: Map<string, OperationInfo>;
-  /** Path template → the methods it accepts (upper case), for 405 `Allow`. */
+  /** Path template → the methods of its operations (upper case). */
   methodsByPath: Map<string, string[]>;
+  /**
+   * Path template → the methods it answers, for `Allow` and CORS: its operations' methods, with
+   * HEAD beside GET unless the GET operation is marked `x-head: false` (a GET that changes state,
+   * which HEAD, a safe method, must not).
+   */
+  allowByPath: Map<string, string[]>;
   /** The path template a URL path matches (the most specific one, see compilePathMatcher). */
   matchPath: (urlPath: string) => string | undefined;
 }
@@ -70,12 +76,15 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
   const document = parseCached(yamlText);
   const operations = new Map<string, OperationInfo>();
   const methodsByPath = new Map<string, string[]>();
+  const allowByPath = new Map<string, string[]>();
   for (const [p, item] of Object.entries<Record<string, any>>(document.paths ?? {})) {
     const methods: string[] = [];
+    const allow: string[] = [];
     for (const method of METHODS) {
       const op = item[method];
       if (!op) continue;
       methods.push(method.toUpperCase());
+      allow.push(method.toUpperCase(), ...(method === 'get' && op['x-head'] !== false ? ['HEAD'] : []));
       const security: SecurityRequirement[] = op.security ?? document.security ?? [];
       const requestBody = resolveRef(document, op.requestBody);
       operations.set(op.operationId, {
@@ -90,6 +99,7 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
       });
     }
     methodsByPath.set(p, methods);
+    allowByPath.set(p, allow);
   }
   return {
     document,
@@ -98,6 +108,7 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
     version: String(document.info?.version ?? '0.0.0'),
     operations,
     methodsByPath,
+    allowByPath,
     matchPath: compilePathMatcher([...methodsByPath.keys()].map((template) => [template, template] as const)),
   };
 }

@@ -10,7 +10,6 @@
 import type { Request, Response } from 'express';
 import type { Config } from '../config';
 import { resolveRef, type Contract } from './contract';
-import { withHead } from './router';
 
 /** How long a browser may reuse a preflight answer (Chromium caps it at 2 hours). */
 export const PREFLIGHT_MAX_AGE_SECONDS = 7200;
@@ -35,7 +34,7 @@ export function cors(config: Pick<Config, 'appOrigins'>, contract: Contract) {
   const origins = new Set(config.appOrigins);
   const allowHeaders = requestHeaders(contract).join(', ');
   const exposeHeaders = responseHeaders(contract).join(', ');
-  const allowMethods = new Map([...contract.methodsByPath].map(([path, methods]) => [path, withHead(methods).join(', ')]));
+  const allowMethods = new Map([...contract.allowByPath].map(([path, methods]) => [path, methods.join(', ')]));
 
   return (req: Request, res: Response): boolean => {
     res.setHeader('Vary', 'Origin');

@@ -190,13 +190,14 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
     for (const route of all) {
       const path = route.info.path;
       let entry = paths.get(path);
-      if (!entry) paths.set(path, (entry = { routes: new Map(), allow: withHead(app.contract.methodsByPath.get(path) ?? []) }));
+      if (!entry) paths.set(path, (entry = { routes: new Map(), allow: app.contract.allowByPath.get(path) ?? [] }));
       entry.routes.set(route.info.method.toUpperCase(), route);
     }
-    // HEAD answers as GET does (RFC 9110 9.3.2); Node sends the headers and drops the body.
+    // HEAD answers as GET does (RFC 9110 9.3.2) where the path allows it; Node sends the headers
+    // and drops the body.
     for (const entry of paths.values()) {
       const get = entry.routes.get('GET');
-      if (get && !entry.routes.has('HEAD')) entry.routes.set('HEAD', get);
+      if (get && entry.allow.includes('HEAD') && !entry.routes.has('HEAD')) entry.routes.set('HEAD', get);
     }
     const matchPath = compilePathMatcher(paths);
     return (method: string, path: string): Route => {
@@ -222,11 +223,6 @@ function joinRepeatedLists(query: Record<string, unknown>, names: string[]): Rec
     joined[name] = value.join(',');
   }
   return joined;
-}
-
-/** A path's `Allow` list, with HEAD beside GET (every GET operation also answers HEAD). */
-export function withHead(methods: string[]): string[] {
-  return methods.includes('GET') && !methods.includes('HEAD') ? methods.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])) : methods;
 }
 
 /**

@@ -1,4 +1,5 @@
-// HEAD on every GET operation of the contract: the status and headers GET answers, and no body.
+// HEAD on every GET operation of the contract: the status and headers GET answers, and no body;
+// on a GET marked `x-head: false` (it changes state, which HEAD must not), 405 with Allow: GET.
 import supertest from 'supertest';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
@@ -15,7 +16,9 @@ afterAll(() => t.close());
 /** Headers whose value is made anew for each answer. */
 const PER_ANSWER = new Set(['date', 'x-request-id', 'set-cookie', 'location', 'ratelimit']);
 
-const gets = () => [...t.ctx.contract.operations.values()].filter((op) => op.method === 'get');
+const allGets = () => [...t.ctx.contract.operations.values()].filter((op) => op.method === 'get');
+const marked = (op: { path: string }) => t.ctx.contract.document.paths[op.path].get['x-head'] === false;
+const gets = () => allGets().filter((op) => !marked(op));
 
 it('answers HEAD on every GET operation as GET does, without a body', async () => {
   expect(gets().length).toBeGreaterThan(30);
@@ -44,6 +47,16 @@ it('answers HEAD on every GET operation as GET does, without a body', async () =
       expect(comparable(head)).toEqual(comparable(get));
       expect({ op: op.operationId, body: head.text ?? '' }).toEqual({ op: op.operationId, body: '' });
     }
+  }
+});
+
+it('refuses HEAD with 405 and Allow: GET on exactly the GET operations marked x-head: false', async () => {
+  const refused = allGets().filter(marked);
+  expect(refused.map((op) => op.operationId).sort()).toEqual(['providerACallback', 'startSocialLogin']);
+  for (const op of refused) {
+    const { url } = exampleRequest(t.ctx.contract, op);
+    const res = await supertest(t.server).head(url);
+    expect({ op: op.operationId, status: res.status, allow: res.headers.allow }).toEqual({ op: op.operationId, status: 405, allow: 'GET' });
   }
 });
 

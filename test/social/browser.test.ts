@@ -1,5 +1,6 @@
 // The browser flow against real OpenID providers: start → the provider's sign-in → callback, through
 // HTTP redirects, for both provider shapes; linking through the same flow; and every way it can fail.
+import { createHash } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/test-app';
 import {
   APP_ORIGIN,
@@ -12,6 +13,7 @@ import {
   setCookies,
   startSocialApp,
   stopSocialApp,
+  syncClock,
   uniqueEmail,
   uniqueSub,
   withRegistrationClosed,
@@ -180,6 +182,43 @@ describe('state', () => {
     }
     const res = await t.http.get(`/v1/auth/provider_a/start?redirect_to=${encodeURIComponent('https://evil.example/auth')}`).expect(422);
     expect(res.body.code).toBe('redirect_not_allowed');
+  });
+});
+
+describe('HEAD on the GETs that create or use up sign-in state', () => {
+  const startUrl = `/v1/auth/provider_a/start?redirect_to=${encodeURIComponent(REDIRECT_TO)}`;
+  const states = async () => Number((await t.ctx.db('social_states').count<{ n: string }[]>({ n: '*' }))[0]!.n);
+
+  it('HEAD on the start answers 405 with Allow: GET, and creates no state', async () => {
+    const before = await states();
+    const res = await t.http.head(startUrl).expect(405);
+    expect(res.headers.allow).toBe('GET');
+    expect(setCookies(res)).toEqual([]);
+    expect(await states()).toBe(before);
+  });
+
+  it('HEAD on the provider_a callback answers 405 and leaves the state for the GET the browser makes', async () => {
+    syncClock(t);
+    const s = sub();
+    await peers.a.setAccount(s, { email: email(), email_verified: true });
+    const start = await t.http.get(startUrl).expect(302);
+    const stateCookie = setCookies(start)[0]!.split(';')[0]!;
+    const back = await peers.a.authorize(start.headers.location!, { sub: s });
+    const url = new URL(back.url);
+    const head = await t.http.head(url.pathname + url.search).set('Cookie', stateCookie).expect(405);
+    expect(head.headers.allow).toBe('GET');
+    const stateHash = createHash('sha256').update(url.searchParams.get('state')!).digest();
+    expect(await t.ctx.db('social_states').where({ state_hash: stateHash }).select('used_at')).toEqual([{ used_at: null }]);
+    const res = await sendCallback(t, { method: 'GET', path: url.pathname + url.search }, stateCookie).expect(302);
+    expect(res.headers.location).toBe(REDIRECT_TO);
+    expect(sessionCookieOf(res)).toBeDefined();
+  });
+
+  it('a CORS preflight from the app lists GET alone for them', async () => {
+    for (const path of ['/v1/auth/provider_a/start', '/v1/auth/provider_a/callback']) {
+      const res = await t.http.options(path).set('Origin', APP_ORIGIN).set('Access-Control-Request-Method', 'GET').expect(204);
+      expect({ path, methods: res.headers['access-control-allow-methods'] }).toEqual({ path, methods: 'GET' });
+    }
   });
 });
 
