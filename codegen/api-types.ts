@@ -1834,7 +1834,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The job definition's name (its job kind). */
+                /**
+                 * @description The job definition's name (its job kind).
+                 * @example service.retention.enforce
+                 */
                 name: components["parameters"]["JobNamePath"];
             };
             cookie?: never;
@@ -1905,7 +1908,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The job definition's name (its job kind). */
+                /**
+                 * @description The job definition's name (its job kind).
+                 * @example service.retention.enforce
+                 */
                 name: components["parameters"]["JobNamePath"];
             };
             cookie?: never;
@@ -1931,7 +1937,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The job definition's name (its job kind). */
+                /**
+                 * @description The job definition's name (its job kind).
+                 * @example service.retention.enforce
+                 */
                 name: components["parameters"]["JobNamePath"];
             };
             cookie?: never;
@@ -2027,7 +2036,8 @@ export interface paths {
          *     `state` and `queue`. Each takes several values, comma-separated or as repeated
          *     parameters, which combine with OR: `state=retryable,discarded` lists the runs that
          *     failed. A filter value that matches nothing (e.g. an unknown kind) gives an empty list,
-         *     not an error; a `state` that is not a state answers 422 at `query.state`. Runs are kept for the retention period of job runs (30 days
+         *     not an error; a value that is not a kind or queue name, or a `state` that is not a state,
+         *     answers 422 naming it (`query.kind[0]`, `query.state[1]`). Runs are kept for the retention period of job runs (30 days
          *     by default). Operators only. Read-only: writes no audit event.
          */
         get: operations["listJobRuns"];
@@ -2173,7 +2183,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404. */
+                /**
+                 * @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404.
+                 * @example mail
+                 */
                 name: components["parameters"]["QueueNamePath"];
             };
             cookie?: never;
@@ -2207,7 +2220,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404. */
+                /**
+                 * @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404.
+                 * @example mail
+                 */
                 name: components["parameters"]["QueueNamePath"];
             };
             cookie?: never;
@@ -7271,6 +7287,11 @@ export interface components {
          */
         JobName: string;
         /**
+         * @description A queue's name (lower case letters, digits, `_` and `-`), e.g. `mail`.
+         * @example mail
+         */
+        QueueName: string;
+        /**
          * Format: int64
          * @description A job run id (an integer that grows with creation time; also the BullMQ job id), at most 2^53 - 1 (9007199254740991), the largest integer a JSON client reads exactly.
          * @example 4182
@@ -8677,18 +8698,25 @@ export interface components {
          * @example auth.password_min_length
          */
         SettingKeyPath: components["schemas"]["SettingKey"];
-        /** @description The job definition's name (its job kind). */
-        JobNamePath: string;
+        /**
+         * @description The job definition's name (its job kind).
+         * @example service.retention.enforce
+         */
+        JobNamePath: components["schemas"]["JobName"];
         /** @description The job run's integer id. */
         JobRunIdPath: components["schemas"]["JobRunId"];
-        /** @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404. */
-        QueueNamePath: string;
+        /**
+         * @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404.
+         * @example mail
+         */
+        QueueNamePath: components["schemas"]["QueueName"];
         /**
          * @description Only runs of these job kinds (exact match), e.g. `service.mail.send`. Several kinds are
          *     comma-separated (`kind=service.mail.send,service.auth.password_reset`); repeating the
-         *     parameter (`kind=a&kind=b`) works too. At most 20.
+         *     parameter (`kind=a&kind=b`) works too. At most 20. A value that is not a job kind name
+         *     answers 422 naming it (`query.kind[0]`).
          */
-        JobRunKindQuery: string[];
+        JobRunKindQuery: components["schemas"]["JobName"][];
         /**
          * @description Only runs in these states. Several states are comma-separated
          *     (`state=retryable,discarded`: the runs that failed); repeating the parameter
@@ -8698,9 +8726,10 @@ export interface components {
         JobRunStateQuery: components["schemas"]["JobState"][];
         /**
          * @description Only runs on these queues (exact match). Several queues are comma-separated
-         *     (`queue=mail,default`); repeating the parameter works too. At most 20.
+         *     (`queue=mail,default`); repeating the parameter works too. At most 20. A value that is
+         *     not a queue name answers 422 naming it (`query.queue[0]`).
          */
-        JobRunQueueQuery: string[];
+        JobRunQueueQuery: components["schemas"]["QueueName"][];
     };
     requestBodies: never;
     headers: {
@@ -12304,7 +12333,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job definition's name (its job kind). */
+                /**
+                 * @description The job definition's name (its job kind).
+                 * @example service.retention.enforce
+                 */
                 name: components["parameters"]["JobNamePath"];
             };
             cookie?: never;
@@ -12336,7 +12368,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job definition's name (its job kind). */
+                /**
+                 * @description The job definition's name (its job kind).
+                 * @example service.retention.enforce
+                 */
                 name: components["parameters"]["JobNamePath"];
             };
             cookie?: never;
@@ -12401,7 +12436,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job definition's name (its job kind). */
+                /**
+                 * @description The job definition's name (its job kind).
+                 * @example service.retention.enforce
+                 */
                 name: components["parameters"]["JobNamePath"];
             };
             cookie?: never;
@@ -12485,7 +12523,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The job definition's name (its job kind). */
+                /**
+                 * @description The job definition's name (its job kind).
+                 * @example service.retention.enforce
+                 */
                 name: components["parameters"]["JobNamePath"];
             };
             cookie?: never;
@@ -12517,7 +12558,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job definition's name (its job kind). */
+                /**
+                 * @description The job definition's name (its job kind).
+                 * @example service.retention.enforce
+                 */
                 name: components["parameters"]["JobNamePath"];
             };
             cookie?: never;
@@ -12648,7 +12692,8 @@ export interface operations {
                 /**
                  * @description Only runs of these job kinds (exact match), e.g. `service.mail.send`. Several kinds are
                  *     comma-separated (`kind=service.mail.send,service.auth.password_reset`); repeating the
-                 *     parameter (`kind=a&kind=b`) works too. At most 20.
+                 *     parameter (`kind=a&kind=b`) works too. At most 20. A value that is not a job kind name
+                 *     answers 422 naming it (`query.kind[0]`).
                  */
                 kind?: components["parameters"]["JobRunKindQuery"];
                 /**
@@ -12660,7 +12705,8 @@ export interface operations {
                 state?: components["parameters"]["JobRunStateQuery"];
                 /**
                  * @description Only runs on these queues (exact match). Several queues are comma-separated
-                 *     (`queue=mail,default`); repeating the parameter works too. At most 20.
+                 *     (`queue=mail,default`); repeating the parameter works too. At most 20. A value that is
+                 *     not a queue name answers 422 naming it (`query.queue[0]`).
                  */
                 queue?: components["parameters"]["JobRunQueueQuery"];
                 /** @description Maximum number of items to return (1–200). */
@@ -12949,7 +12995,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404. */
+                /**
+                 * @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404.
+                 * @example mail
+                 */
                 name: components["parameters"]["QueueNamePath"];
             };
             cookie?: never;
@@ -12994,7 +13043,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404. */
+                /**
+                 * @description The queue's name (`default`, `mail` or `maintenance`); an unknown name answers 404.
+                 * @example mail
+                 */
                 name: components["parameters"]["QueueNamePath"];
             };
             cookie?: never;

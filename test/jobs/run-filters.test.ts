@@ -90,6 +90,20 @@ describe('invalid values', () => {
     }
   });
 
+  it('answers 422 naming the item for a kind or queue that is not a name, in either form (a SQL fragment is no filter)', async () => {
+    const q = (...pairs: [string, string][]) => pairs.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
+    for (const [query, location] of [
+      [q(['kind', "' OR '1'='1"]), 'query.kind[0]'],
+      [q(['kind', "filter.a,' OR '1'='1"]), 'query.kind[1]'],
+      [q(['kind', 'filter.a'], ['kind', 'Filter.B']), 'query.kind[1]'],
+      [q(['queue', "' OR '1'='1"]), 'query.queue[0]'],
+      [q(['queue', 'filter-q1'], ['queue', 'mail;drop']), 'query.queue[1]'],
+    ]) {
+      const body = await invalid(query!);
+      expect({ query, errors: body.errors }).toEqual({ query, errors: [{ location, message: expect.stringMatching(/^must match pattern/) }] });
+    }
+  });
+
   it('answers 422 naming the parameter for too many or empty kinds and queues', async () => {
     const many = Array.from({ length: 21 }, (_, i) => `k${i}`).join(',');
     expect((await invalid(`kind=${many}`)).errors).toEqual([{ location: 'query.kind', message: expect.any(String) }]);
