@@ -1,7 +1,7 @@
 // The one place that reads configuration. Everything else receives a Config.
 import fs from 'node:fs';
 import path from 'node:path';
-import { hkdfSync } from 'node:crypto';
+import { deriveKey, HmacKeyRing } from './platform/secret-keys';
 import { defaultsFromEnvironment, type SettingKey, type SettingValue } from './settings/catalog';
 import { setVariables, socialConfig, type KnownVariable, type SocialConfig } from './system/provider-config';
 
@@ -31,7 +31,7 @@ export interface Config {
   /**
    * The role requests run as: subject to row-level security (not the tables' owner, not a
    * superuser, not BYPASSRLS). With DATABASE_APP_URL unset the service creates and maintains the
-   * role `role` itself (its password derived from SESSION_SECRET); set DATABASE_APP_URL when an
+   * role `role` itself (a random password kept in the database: platform/database-roles.ts); set DATABASE_APP_URL when an
    * operator manages that role.
    */
   databaseApp: { url: string | null; role: string };
@@ -58,8 +58,13 @@ export interface Config {
   /** Express `trust proxy`: which proxies may set X-Forwarded-For. */
   trustProxy: string | number | boolean;
   logLevel: string;
-  /** Keys HMACs of one-time codes; required (32+ characters) in production. */
+  /**
+   * SESSION_SECRET (required, 32+ characters, in production), from which a key per purpose is
+   * derived (src/platform/secret-keys.ts), and the older secrets SESSION_SECRET_PREVIOUS still
+   * accepts while one is rotated out.
+   */
   sessionSecret: string;
+  keys: { oneTimeCodes: HmacKeyRing; recoveryCodes: HmacKeyRing };
   auth: { bcryptCost: number };
   /**
    * The defaults of the runtime settings (src/settings/catalog.ts: registration, password minimum,
@@ -170,11 +175,18 @@ function settingDefaults(env: Env): Config['settingDefaults'] {
  * MFA_ENCRYPTION_KEY: 32 bytes as base64 or hex. Unset outside production, a key is derived from
  * SESSION_SECRET so development needs no setup (production refuses to start without one).
  */
+const DEVELOPMENT_SECRET = 'development-only-secret-do-not-use-in-production';
+
+/** The key rings of SESSION_SECRET's purposes: signing with it, verifying with it and SESSION_SECRET_PREVIOUS. */
+function sessionKeys(env: Env): Config['keys'] {
+  const secrets = [env.SESSION_SECRET || DEVELOPMENT_SECRET, ...list(env.SESSION_SECRET_PREVIOUS)];
+  return { oneTimeCodes: new HmacKeyRing(secrets, 'one-time-codes'), recoveryCodes: new HmacKeyRing(secrets, 'recovery-codes') };
+}
+
 function mfaEncryptionKey(env: Env): Buffer {
   const raw = env.MFA_ENCRYPTION_KEY?.trim();
   if (!raw) {
-    const secret = env.SESSION_SECRET || 'development-only-secret-do-not-use-in-production';
-    return Buffer.from(hkdfSync('sha256', secret, 'tenant-api', 'mfa-encryption-key', 32));
+    return deriveKey(env.SESSION_SECRET || DEVELOPMENT_SECRET, 'mfa-encryption-key');
   }
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
   if (key.length !== 32) throw new ConfigError('MFA_ENCRYPTION_KEY must be 32 bytes, as base64 (44 characters) or hex (64 characters)');
@@ -229,7 +241,8 @@ export function loadConfig(env: Env = process.env): Config {
     http: httpTimeouts(env),
     trustProxy: trustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'silent' : 'info'),
-    sessionSecret: env.SESSION_SECRET || 'development-only-secret-do-not-use-in-production',
+    sessionSecret: env.SESSION_SECRET || DEVELOPMENT_SECRET,
+    keys: sessionKeys(env),
     auth: { bcryptCost: int(env, 'BCRYPT_COST', 12) },
     settingDefaults: settingDefaults(env),
     variablesSet,
@@ -259,6 +272,7 @@ export function loadConfig(env: Env = process.env): Config {
     const missing: string[] = [];
     if (!config.databaseUrl) missing.push('DATABASE_URL (production does not start an embedded PostgreSQL)');
     if (!env.SESSION_SECRET || env.SESSION_SECRET.length < 32) missing.push('SESSION_SECRET (at least 32 characters)');
+    if (list(env.SESSION_SECRET_PREVIOUS).some((s) => s.length < 32)) missing.push('SESSION_SECRET_PREVIOUS (each secret at least 32 characters)');
     if (!env.PUBLIC_BASE_URL) missing.push('PUBLIC_BASE_URL');
     if (!env.MFA_ENCRYPTION_KEY) missing.push('MFA_ENCRYPTION_KEY (32 bytes, base64 or hex: `openssl rand -base64 32`)');
     if (missing.length) throw new ConfigError(`Missing required configuration in production: ${missing.join('; ')}`);

@@ -12,7 +12,7 @@
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { createDatabase, hasTable, migrateLatest, type Db } from './platform/database';
-import { appDatabaseUrl, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from './platform/database-roles';
+import { appDatabase, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from './platform/database-roles';
 import { embeddedDatabaseExists, embeddedUrl, runningEmbeddedPort, startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
 import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
@@ -74,7 +74,7 @@ async function openDatabase(config: Config, logger: Logger): Promise<{ owner: Db
   return {
     // Migrations may take long: only the connection is bounded.
     owner: createDatabase(url, 1, logger, { connectMs: config.databaseTimeouts.connectMs }),
-    db: createDatabase(appDatabaseUrl(config, url), config.databasePoolMax, logger, config.databaseTimeouts),
+    db: createDatabase(appDatabase(config, url), config.databasePoolMax, logger, config.databaseTimeouts),
     embedded,
     label,
   };
@@ -197,8 +197,7 @@ async function migrate(config: Config, logger: Logger): Promise<void> {
 
 /**
  * The account commands, as the owner, on the service's existing database. They change rows only:
- * no migrations, and not the application role, whose password derives from SESSION_SECRET (a
- * command run without the service's secret would lock the running service out).
+ * no migrations, and not the application role (the service's own start keeps it).
  */
 async function withAccountsDatabase<T>(config: Config, logger: Logger, command: string, fn: (owner: Db) => Promise<T>): Promise<{ result: T; label: string }> {
   const { url, embedded, label } = await existingDatabaseTarget(config, logger, command);

@@ -48,8 +48,8 @@ import { checkWrk, runWrk, wrkRate, wrkSummary, type WrkTarget } from '../wrk';
 import { fmtRate, median, medianRow, rotate } from '../rounds';
 import { loadConfig, projectRoot } from '../../src/config';
 import { createLogger } from '../../src/logger';
-import { createDatabase, migrateLatest } from '../../src/platform/database';
-import { appDatabaseUrl } from '../../src/platform/database-roles';
+import { connectionString, createDatabase, migrateLatest } from '../../src/platform/database';
+import { appDatabase } from '../../src/platform/database-roles';
 import { insertUser } from '../../src/accounts/store';
 import { createSession } from '../../src/sessions/store';
 import { encodeCursor } from '../../src/pagination';
@@ -194,7 +194,7 @@ async function main(): Promise<void> {
       });
     const ours = await startOurs('our service');
     // After the service's start: the application role exists and has its grants.
-    const appUrl = appDatabaseUrl(seedConfig, dbUrl);
+    const appUrl = await connectionString(appDatabase(seedConfig, dbUrl));
     const poolMax = seedConfig.databasePoolMax;
     const bare = await startBareServer('bare SQL baseline', path.join(__dirname, 'bare-sql.ts'), serverCpu, { BARE_DATABASE_URL: appUrl, BARE_POOL_MAX: String(poolMax) });
 

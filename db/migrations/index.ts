@@ -14,6 +14,7 @@ import * as jobRunCounters from './20261125010000_job_run_counters';
 import * as auditReads from './20261125020000_audit_reads';
 import * as releasesAndInstances from './20261125030000_releases_and_instances';
 import * as socialSignIn from './20261126000000_social_sign_in';
+import * as operatorsAndAppRolePassword from './20261126100000_operators_and_app_role_password';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
@@ -28,6 +29,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125020000_audit_reads': auditReads,
   '20261125030000_releases_and_instances': releasesAndInstances,
   '20261126000000_social_sign_in': socialSignIn,
+  '20261126100000_operators_and_app_role_password': operatorsAndAppRolePassword,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

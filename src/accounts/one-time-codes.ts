@@ -1,8 +1,8 @@
 // One-time 6-digit codes (email verification, password reset; DESIGN 2): 15 minutes, 5 wrong tries
-// and the code is dead, a new code kills the old one, stored only as an HMAC and compared in
-// constant time. On top, a daily cap per account on wrong codes (DESIGN 6, `code_failures.account`):
+// and the code is dead, a new code kills the old one, stored only as an HMAC (a key of its own,
+// derived from SESSION_SECRET) and compared in constant time. On top, a daily cap per account on wrong codes (DESIGN 6, `code_failures.account`):
 // without it 3 codes per 15 minutes × 5 tries allowed ~1,400 guesses a day.
-import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import type { Services } from '../services';
 import type { RequestMeta } from '../audit/service';
 import { rateLimited } from '../errors';
@@ -16,16 +16,13 @@ export const CODE_MAX_FAILURES = 5;
 export class OneTimeCodes {
   constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'limits' | 'audit'>) {}
 
-  private digest(userId: string, purpose: store.CodePurpose, code: string): Buffer {
-    return createHmac('sha256', this.s.config.sessionSecret).update(`${purpose}:${userId}:${code}`).digest();
-  }
 
   /** A new code for the user (earlier unused ones of the purpose die); the plain code is only mailed. */
   async issue(userId: string, purpose: store.CodePurpose): Promise<{ code: string; expiresAt: Date }> {
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
     const now = this.s.now();
     const expiresAt = new Date(now.getTime() + CODE_TTL_MS);
-    await store.replaceCode(this.s.db, { userId, purpose, codeHash: this.digest(userId, purpose, code), now, expiresAt });
+    await store.replaceCode(this.s.db, { userId, purpose, codeHash: this.s.config.keys.oneTimeCodes.sign(`${purpose}:${userId}:${code}`), now, expiresAt });
     return { code, expiresAt };
   }
 
@@ -61,8 +58,7 @@ export class OneTimeCodes {
    */
   async check(userId: string, purpose: store.CodePurpose, code: string): Promise<number | null> {
     const live = await store.lockLiveCode(this.s.db, userId, purpose, this.s.now(), CODE_MAX_FAILURES);
-    const candidate = this.digest(userId, purpose, code);
-    if (live && timingSafeEqual(candidate, live.codeHash)) return live.id;
+    if (live && this.s.config.keys.oneTimeCodes.verify(`${purpose}:${userId}:${code}`, live.codeHash)) return live.id;
     if (live) await store.countFailure(this.s.db, live.id);
     return null;
   }

@@ -1,7 +1,7 @@
 // Recovery codes (DESIGN 2): 10 at a time, `xxxxx-xxxxx` from [0-9a-z] (about 51 bits each),
-// shown once, stored only as HMACs keyed by the server secret, single use; a new set replaces
+// shown once, stored only as HMACs (a key derived from SESSION_SECRET), single use; a new set replaces
 // the old one. They are what gets a user back in after losing the authenticator app.
-import { createHmac, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import type { Services } from '../services';
 import * as store from './store';
 
@@ -23,22 +23,20 @@ export function normaliseRecoveryCode(input: string): string | null {
 export class RecoveryCodes {
   constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config'>) {}
 
-  private digest(userId: string, code: string): Buffer {
-    return createHmac('sha256', this.s.config.sessionSecret).update(`recovery:${userId}:${code}`).digest();
-  }
 
   /** A new set for the user; the previous codes stop working. The plain codes exist only in the answer. */
   async replace(userId: string): Promise<{ codes: string[]; createdAt: Date }> {
     const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newCode);
     const createdAt = this.s.now();
-    await store.replaceRecoveryCodes(this.s.db, userId, codes.map((c) => this.digest(userId, c)), createdAt);
+    await store.replaceRecoveryCodes(this.s.db, userId, codes.map((c) => this.s.config.keys.recoveryCodes.sign(`recovery:${userId}:${c}`)), createdAt);
     return { codes, createdAt };
   }
 
   /** Spends one of the user's unused codes; false when it is not one. */
   async use(userId: string, input: string): Promise<boolean> {
     const code = normaliseRecoveryCode(input);
-    return code !== null && store.useRecoveryCode(this.s.db, userId, this.digest(userId, code), this.s.now());
+    // Looked up under every accepted key: codes made before SESSION_SECRET was rotated still work.
+    return code !== null && store.useRecoveryCode(this.s.db, userId, this.s.config.keys.recoveryCodes.candidates(`recovery:${userId}:${code}`), this.s.now());
   }
 
   /** The second factor is off: the codes are of no use any more. */

@@ -102,8 +102,9 @@ export async function replaceRecoveryCodes(db: Db, userId: string, hashes: Buffe
 }
 
 /** Spends one unused code; false when it is not one (or was spent meanwhile). */
-export async function useRecoveryCode(db: Db, userId: string, hash: Buffer, now: Date): Promise<boolean> {
-  const n = await db('recovery_codes').where({ user_id: userId, code_hash: hash }).whereNull('used_at').update({ used_at: now });
+/** Spends the unused code whose HMAC is one of `hashes` (one per accepted key; at most one matches). */
+export async function useRecoveryCode(db: Db, userId: string, hashes: Buffer[], now: Date): Promise<boolean> {
+  const n = await db('recovery_codes').where({ user_id: userId }).whereIn('code_hash', hashes).whereNull('used_at').update({ used_at: now });
   return n > 0;
 }
 

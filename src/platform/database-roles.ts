@@ -2,24 +2,69 @@
 // migrations and owns the tables; requests run as the application role, which row-level security
 // applies to. Left to itself the service creates that role and keeps its grants current at every
 // start; with DATABASE_APP_URL an operator manages the role and the service only grants.
-import { createHmac } from 'node:crypto';
-import { escapeIdentifier, escapeLiteral } from 'pg';
+//
+// The managed role's password is made at random once and kept in `app_role_credentials`, which only
+// the owner may read: every instance finds the same one, and no secret of the service's
+// configuration decides it, so rotating SESSION_SECRET never locks a running instance out.
+import { createHmac, randomBytes } from 'node:crypto';
+import pg, { escapeIdentifier, escapeLiteral } from 'pg';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
-import type { Db } from './database';
+import type { Db, DatabaseTarget } from './database';
+import { DependencyUnavailable } from './dependencies';
 
-/** The application role's password when the service manages the role: stable across instances. */
-function derivedPassword(config: Config): string {
+/**
+ * What releases before app_role_credentials set (derived from SESSION_SECRET): the password a role
+ * that already exists is kept at, so instances of the previous release keep connecting during the
+ * upgrade. Never used for a role this service creates.
+ */
+function legacyPassword(config: Config): string {
   return createHmac('sha256', config.sessionSecret).update(`database-app-role:${config.databaseApp.role}`).digest('base64url');
 }
 
-/** Where requests connect: DATABASE_APP_URL, else the owner's URL with the application role's credentials. */
-export function appDatabaseUrl(config: Config, ownerUrl: string): string {
+/**
+ * Where requests connect: DATABASE_APP_URL, else the owner's URL with the application role's
+ * credentials, the password read (as the owner, once per process) when the first connection opens.
+ */
+export function appDatabase(config: Config, ownerUrl: string, connectMs = 3_000): DatabaseTarget {
   if (config.databaseApp.url) return config.databaseApp.url;
-  const url = new URL(ownerUrl);
-  url.username = config.databaseApp.role;
-  url.password = derivedPassword(config);
-  return url.toString();
+  const role = config.databaseApp.role;
+  return async () => {
+    const url = new URL(ownerUrl);
+    url.username = role;
+    url.password = await readAppRolePassword(ownerUrl, role, connectMs);
+    return url.toString();
+  };
+}
+
+async function readAppRolePassword(ownerUrl: string, role: string, connectMs: number): Promise<string> {
+  const client = new pg.Client({ connectionString: ownerUrl, connectionTimeoutMillis: connectMs, query_timeout: connectMs, application_name: 'tenant-api' });
+  client.on('error', () => undefined); // a connection lost after the answer: nothing waits on it
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ password: string }>('select password from app_role_credentials where role = $1', [role]);
+    if (!rows[0]) throw new DependencyUnavailable('database', `The database role "${role}" has no password yet: the service has not prepared this database.`);
+    return rows[0].password;
+  } catch (err) {
+    // 42P01: no such table, a database not migrated yet.
+    if ((err as { code?: string }).code === '42P01') throw new DependencyUnavailable('database', 'The database has not been migrated yet.');
+    throw err;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * The managed role's password: made once (at random for a new role; for a role an earlier release
+ * made, the password it already has), then the same for every instance. Concurrent starts agree:
+ * the first insert wins and everyone reads it back.
+ */
+async function managedPassword(owner: Db, config: Config, roleExists: boolean): Promise<string> {
+  const role = config.databaseApp.role;
+  const initial = roleExists ? legacyPassword(config) : randomBytes(32).toString('base64url');
+  await owner.raw('insert into app_role_credentials (role, password) values (?, ?) on conflict (role) do nothing', [role, initial]);
+  const { rows } = await owner.raw<{ rows: { password: string }[] }>('select password from app_role_credentials where role = ?', [role]);
+  return rows[0]!.password;
 }
 
 export class DatabaseRoleError extends Error {}
@@ -49,7 +94,7 @@ export async function provisionAppRole(owner: Db, config: Config, logger?: Logge
   const ident = escapeIdentifier(role);
   if (!config.databaseApp.url) {
     const { rows } = await owner.raw<{ rows: unknown[] }>('select 1 from pg_roles where rolname = ?', [role]);
-    const password = escapeLiteral(derivedPassword(config));
+    const password = escapeLiteral(await managedPassword(owner, config, rows.length > 0));
     try {
       await roleStatement(
         owner,
@@ -69,7 +114,7 @@ export async function provisionAppRole(owner: Db, config: Config, logger?: Logge
     grant usage on schema public to ${ident};
     grant select, insert, update, delete on all tables in schema public to ${ident};
     grant usage, select, update on all sequences in schema public to ${ident};
-    revoke all on knex_migrations, knex_migrations_lock from ${ident};
+    revoke all on knex_migrations, knex_migrations_lock, app_role_credentials from ${ident};
   `);
 }
 

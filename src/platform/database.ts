@@ -18,21 +18,32 @@ export interface DatabaseTimeouts {
 }
 
 /**
+ * A connection string, or a function that finds it when the first connection opens (the
+ * application role's, whose password is read from the database: database-roles.ts). Until the
+ * function succeeds, each new connection asks it again.
+ */
+export type DatabaseTarget = string | (() => Promise<string>);
+
+/** The target's connection string (for tools that take one: the benchmarks' bare baselines). */
+export const connectionString = (target: DatabaseTarget): Promise<string> => (typeof target === 'string' ? Promise.resolve(target) : target());
+
+/**
  * A pool whose every wait is bounded (see DatabaseTimeouts): no request hangs on a database that
  * stopped answering. The owner's pool (migrations) passes only `connectMs`.
  */
-export function createDatabase(url: string, poolMax: number, logger?: Logger, timeouts: DatabaseTimeouts = { connectMs: 3_000 }): Db {
+export function createDatabase(target: DatabaseTarget, poolMax: number, logger?: Logger, timeouts: DatabaseTimeouts = { connectMs: 3_000 }): Db {
   const log = (level: 'warn' | 'error' | 'debug') => (message: unknown) => logger?.[level]('knex', { message: String(message) });
+  const settings = (connectionString: string) => ({
+    connectionString,
+    application_name: 'tenant-api',
+    connectionTimeoutMillis: timeouts.connectMs,
+    ...(timeouts.queryMs ? { query_timeout: timeouts.queryMs } : {}),
+    ...(timeouts.statementMs ? { statement_timeout: timeouts.statementMs } : {}),
+  });
   return knex({
     log: { warn: log('warn'), error: log('error'), debug: log('debug'), deprecate: log('warn') },
     client: 'pg',
-    connection: {
-      connectionString: url,
-      application_name: 'tenant-api',
-      connectionTimeoutMillis: timeouts.connectMs,
-      ...(timeouts.queryMs ? { query_timeout: timeouts.queryMs } : {}),
-      ...(timeouts.statementMs ? { statement_timeout: timeouts.statementMs } : {}),
-    },
+    connection: typeof target === 'string' ? settings(target) : async () => settings(await target()),
     pool: {
       // min 0: a pool that never holds a dead connection when the database restarts.
       min: 0,

@@ -10,7 +10,7 @@ import type { AppContext } from '../../src/app-context';
 import type { JobKind } from '../../src/jobs/kinds';
 import type { JobConfig } from '../../src/jobs/config';
 import { createDatabase } from '../../src/platform/database';
-import { appDatabaseUrl, provisionAppRole } from '../../src/platform/database-roles';
+import { appDatabase, provisionAppRole } from '../../src/platform/database-roles';
 import * as store from '../../src/jobs/store';
 import * as counters from '../../db/migrations/20261125010000_job_run_counters';
 
@@ -242,7 +242,7 @@ describe('concurrent transactions', () => {
   let pool: Knex;
   const opened: Knex.Transaction[] = [];
   beforeAll(() => {
-    pool = createDatabase(appDatabaseUrl(t.ctx.config, t.ctx.config.databaseUrl!), 10);
+    pool = createDatabase(appDatabase(t.ctx.config, t.ctx.config.databaseUrl!), 10);
   });
   // A failed test leaves none open (their locks would hold the next ones).
   afterEach(() => Promise.all(opened.splice(0).filter((trx) => !trx.isCompleted()).map((trx) => trx.rollback())));

@@ -5,7 +5,7 @@ import { signedInUser } from '../support/users';
 import { createDatabase, type Db } from '../../src/platform/database';
 import { Services } from '../../src/services';
 import { ownerDatabase } from '../support/orgs';
-import { appDatabaseUrl, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from '../../src/platform/database-roles';
+import { appDatabase, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from '../../src/platform/database-roles';
 import { hashToken } from '../../src/sessions/tokens';
 
 let t: TestApp;
@@ -106,7 +106,7 @@ it('the list of a user’s organisations answers only the acting user', async ()
  * would show.
  */
 async function withOneConnection(fn: (services: Services, db: Db) => Promise<void>): Promise<void> {
-  const db = createDatabase(appDatabaseUrl(t.ctx.config, t.ctx.config.databaseUrl!), 1);
+  const db = createDatabase(appDatabase(t.ctx.config, t.ctx.config.databaseUrl!), 1);
   try {
     await fn(new Services({ ...t.ctx, db }), db);
   } finally {

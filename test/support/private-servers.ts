@@ -104,7 +104,11 @@ export class PrivatePostgres extends PrivateServer {
     super(port);
   }
 
-  static async start(): Promise<PrivatePostgres> {
+  /**
+   * `passwords`: every role but the superuser must give its password (SCRAM) over TCP, as on a
+   * production server; by default every connection is trusted.
+   */
+  static async start(opts: { passwords?: boolean } = {}): Promise<PrivatePostgres> {
     const bin = postgresBinaries();
     const user = process.getuid?.() === 0 ? systemUser('postgres') : null;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'private-pg-'));
@@ -113,6 +117,12 @@ export class PrivatePostgres extends PrivateServer {
       stdio: 'ignore',
       ...(user ?? {}),
     });
+    if (opts.passwords) {
+      fs.writeFileSync(
+        path.join(dir, 'data', 'pg_hba.conf'),
+        ['local all all trust', 'host all postgres 127.0.0.1/32 trust', 'host all all 127.0.0.1/32 scram-sha-256', ''].join('\n'),
+      );
+    }
     const pg = new PrivatePostgres(await freePort(), bin, dir, user);
     await pg.start();
     return pg;

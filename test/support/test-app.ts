@@ -9,7 +9,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
 import { randomUUID } from 'node:crypto';
 import { createDatabase } from '../../src/platform/database';
-import { appDatabaseUrl } from '../../src/platform/database-roles';
+import { appDatabase } from '../../src/platform/database-roles';
 import { createRedis } from '../../src/platform/redis';
 import { buildAppContext } from '../../src/app-context-factory';
 import type { JobKind } from '../../src/jobs/kinds';
@@ -72,7 +72,7 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
   });
   const logger = options.logger ?? createLogger(config.logLevel);
   // Requests run as the application role, as in production (row-level security applies).
-  const db = createDatabase(appDatabaseUrl(config, config.databaseUrl!), 5, logger, config.databaseTimeouts);
+  const db = createDatabase(appDatabase(config, config.databaseUrl!), 5, logger, config.databaseTimeouts);
   const redis = createRedis(config.redisUrl, config.redisTimeouts);
   const clock = {
     now: new Date(),
@@ -108,7 +108,7 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
   const ctx = buildAppContext({
     config,
     logger: t.ctx.logger,
-    db: createDatabase(appDatabaseUrl(config, config.databaseUrl!), 2, undefined, config.databaseTimeouts),
+    db: createDatabase(appDatabase(config, config.databaseUrl!), 2, undefined, config.databaseTimeouts),
     redis: createRedis(config.redisUrl, config.redisTimeouts),
     now: t.ctx.now,
     extraJobKinds: options.jobKinds,
