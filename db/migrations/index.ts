@@ -15,6 +15,7 @@ import * as auditReads from './20261125020000_audit_reads';
 import * as releasesAndInstances from './20261125030000_releases_and_instances';
 import * as socialSignIn from './20261126000000_social_sign_in';
 import * as operatorsAndAppRolePassword from './20261126100000_operators_and_app_role_password';
+import * as erasureIgnoresCase from './20261126110000_erasure_ignores_case';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
@@ -30,6 +31,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125030000_releases_and_instances': releasesAndInstances,
   '20261126000000_social_sign_in': socialSignIn,
   '20261126100000_operators_and_app_role_password': operatorsAndAppRolePassword,
+  '20261126110000_erasure_ignores_case': erasureIgnoresCase,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

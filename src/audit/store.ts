@@ -61,15 +61,16 @@ export async function eraseActorDetails(db: Knex | Knex.Transaction, userId: str
 }
 
 /**
- * Event data that names an address keeps it under `to` or `email` (ops.mail.test_sent…): removed
- * for the erased address. Only the actions known to record one are scanned (action index).
+ * Event data that names an address keeps it under `to` or `email` (an operator's test mail, an
+ * invitation's invitee): removed for the erased address, in any case. Only the actions known to
+ * record one are scanned (action index); a new action that records an address belongs here.
  */
-export const ACTIONS_WITH_ADDRESS = ['ops.mail.test_sent'];
+export const ACTIONS_WITH_ADDRESS = ['ops.mail.test_sent', 'org.invitation.created', 'org.invitation.revoked'];
 
 export async function eraseAddressInData(db: Knex | Knex.Transaction, email: string): Promise<number> {
   return db('audit_events')
     .whereIn('action', ACTIONS_WITH_ADDRESS)
-    .where((q) => q.whereRaw("data->>'to' = ?", [email]).orWhereRaw("data->>'email' = ?", [email]))
+    .where((q) => q.whereRaw("lower(data->>'to') = lower(?)", [email]).orWhereRaw("lower(data->>'email') = lower(?)", [email]))
     .update({ data: db.raw(`data - 'to' - 'email' || '{"erased": true}'::jsonb`) });
 }
 

@@ -38,5 +38,5 @@ export async function deleteSentBefore(db: Db, before: Date, batch: number): Pro
 
 /** Removes an address and the bodies sent to it from every record; how many. */
 export async function eraseAddress(db: Db, email: string): Promise<number> {
-  return db('mail_messages').where({ to: email }).update({ to: ERASED_ADDRESS, text: '', html: '' });
+  return db('mail_messages').whereRaw('lower("to") = lower(?)', [email]).update({ to: ERASED_ADDRESS, text: '', html: '' });
 }

@@ -93,8 +93,11 @@ export class SessionService {
     return store.revokeOtherSessions(this.s.db, userId, keepId, this.s.now());
   }
 
-  /** Deletes sessions that expired or were revoked before `before` (kept till then so what the owner saw stays explainable). */
+  /**
+   * Deletes sessions that ended before `before` (kept till then so what the owner saw stays
+   * explainable): expired, revoked, or idle past the idle timeout in force.
+   */
   pruneEnded(before: Date): Promise<number> {
-    return store.deleteDeadSessions(this.s.db, before, 1_000);
+    return store.deleteDeadSessions(this.s.db, before, this.policy.idleTimeoutSeconds * 1000, 1_000);
   }
 }

@@ -175,8 +175,16 @@ export async function revokeIdentitySessions(db: Db | Knex.Transaction, identity
 
 /**
  * Deletes, `batch` rows a statement, sessions that ended before `before`: past their absolute
- * expiry or revoked (an idle-expired session goes at its absolute expiry). Returns how many.
+ * expiry, revoked, or unused for `idleMs` (the idle timeout in force). Returns how many.
+ * `last_seen_at` has no index on purpose: it changes as sessions are used, and an index on it
+ * would make every such write update every index of the table; the retention job scans instead.
  */
-export async function deleteDeadSessions(db: Db | Knex.Transaction, before: Date, batch: number): Promise<number> {
-  return deleteInBatches(db, 'sessions', (q) => q.where((w) => w.where('expires_at', '<', before).orWhere('revoked_at', '<', before)), batch);
+export async function deleteDeadSessions(db: Db | Knex.Transaction, before: Date, idleMs: number, batch: number): Promise<number> {
+  const idleBefore = new Date(before.getTime() - idleMs);
+  return deleteInBatches(
+    db,
+    'sessions',
+    (q) => q.where((w) => w.where('expires_at', '<', before).orWhere('revoked_at', '<', before).orWhere('last_seen_at', '<', idleBefore)),
+    batch,
+  );
 }

@@ -49,3 +49,23 @@ it('prunes dead sessions, dead codes and old mail records, and keeps the live on
   expect(await ids('mfa_challenges', [oldChallenge!, recentChallenge!])).toEqual([recentChallenge!.id]);
   expect(await ids('webauthn_ceremonies', [oldCeremony!, recentCeremony!])).toEqual([String(recentCeremony!.id)]);
 });
+
+it('prunes a session that stopped working by idle timeout once that is `keep` ago, with its ip and user agent; a recent one stays', async () => {
+  const now = t.clock.now.getTime();
+  const ago = (days: number) => new Date(now - days * DAY_MS);
+  const operator = await signedInUser(t.ctx, { operator: true });
+  // The idle timeout is 14 days and `keep` 7: idle for 30 days ended 16 days ago, idle for 20 days 6 days ago.
+  const longIdle = await signedInUser(t.ctx);
+  const recentlyIdle = await signedInUser(t.ctx);
+  await t.ctx.db('sessions').where({ id: longIdle.sessionId }).update({ last_seen_at: ago(30), ip: '203.0.113.7', user_agent: 'idle browser' });
+  await t.ctx.db('sessions').where({ id: recentlyIdle.sessionId }).update({ last_seen_at: ago(20) });
+  // Neither works any more, though both are far from their absolute expiry.
+  for (const s of [longIdle, recentlyIdle]) expect((await t.http.get('/v1/auth/me').set('Authorization', s.auth).expect(401)).body.code).toBe('unauthenticated');
+
+  const res = await t.http.post('/ops/jobs/definitions/service.retention.enforce/run').set('Authorization', operator.auth).expect(202);
+  await waitFor('the retention run to complete', async () => (await t.ctx.db('job_runs').where({ id: res.body.id }).first())?.state === 'completed');
+
+  expect(await t.ctx.db('sessions').where({ id: longIdle.sessionId }).first()).toBeUndefined();
+  expect(await t.ctx.db('sessions').where({ id: recentlyIdle.sessionId }).first()).toBeDefined();
+  expect(await t.ctx.db('sessions').where({ id: operator.sessionId }).first()).toBeDefined();
+});
