@@ -16,6 +16,14 @@ export function bullJobId(runId: number): string {
   return `run-${runId}`;
 }
 
+/**
+ * A run's BullMQ job data: the run, and the schedule it was handed over for. A delayed job whose
+ * schedule is no longer the run's was handed over before an operator put the run back in line.
+ */
+export function runJobData(run: JobRun): { runId: number; scheduledAt: number } {
+  return { runId: run.id, scheduledAt: run.scheduledAt.getTime() };
+}
+
 export class BullQueues {
   readonly queues = new Map<string, Queue>();
   /** Also carries the cross-instance signals (publish, cancel marks). */
@@ -55,6 +63,18 @@ export class BullQueues {
     this.assertReady();
     const job = await this.of(run).getJob(bullJobId(run.id));
     return job ? job.getState() : null;
+  }
+
+  /**
+   * Starts the run's delayed job now if it waits for a schedule the run no longer has (retried
+   * since its hand-over, e.g. while Redis was down); answers whether it did. Throws if the job is
+   * not delayed (any more).
+   */
+  async promoteIfRetried(run: JobRun): Promise<boolean> {
+    const job = await this.of(run).getJob(bullJobId(run.id));
+    if (!job || run.state !== 'available' || job.data?.scheduledAt === run.scheduledAt.getTime()) return false;
+    await job.promote();
+    return true;
   }
 
   async removeJob(run: JobRun): Promise<void> {

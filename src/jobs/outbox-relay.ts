@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import type { Actor, RequestMeta } from '../audit/store';
 import type { JobConfig } from './config';
-import { bullJobId, type BullQueues } from './bull';
+import { bullJobId, runJobData, type BullQueues } from './bull';
 import { parseDuration } from './duration';
 import { errorMessage } from './errors';
 import type { JobRegistry } from './kinds';
@@ -83,7 +83,7 @@ export class OutboxRelay {
       [...byQueue].map(async ([queue, batch]) => {
         try {
           bull.assertReady();
-          await queue.addBulk(batch.map((run) => ({ name: run.kind, data: { runId: run.id }, opts: this.jobOptions(run) })));
+          await queue.addBulk(batch.map((run) => ({ name: run.kind, data: runJobData(run), opts: this.jobOptions(run) })));
           for (const run of batch) done.push(run.id);
         } catch (err) {
           // The outage is logged once by the monitor; the runs wait in the outbox for the sweeper.
@@ -124,7 +124,9 @@ export class OutboxRelay {
   /**
    * One sweep: marks due runs `available`; then checks the waiting runs older than the hand-over
    * grace not yet marked handed over (the outbox): those BullMQ holds are marked, the others (Redis
-   * was down, the process died after the commit) are handed over and marked. Then the runs BullMQ
+   * was down, the process died after the commit) are handed over and marked. A run an operator
+   * retried is in the outbox too: a job still delayed for its old schedule is made to start now.
+   * Then the runs BullMQ
    * lost (see `store.findOverdue`) are handed over again. A run whose BullMQ job is active is left
    * alone: the worker running it marks it, and an add now would be ignored (an operator's retry
    * lost). Re-adding is always safe: a worker starts only a run whose row still waits (or records a
@@ -172,7 +174,10 @@ export class OutboxRelay {
           const state = await this.deps.bull.jobState(run);
           if (state === 'active' || !wanted(state)) return;
           if (state === 'completed' || state === 'failed') await this.deps.bull.removeJob(run);
-          else if (state !== null) return void held.push(run.id);
+          else if (state !== null) {
+            if (state === 'delayed') await this.deps.bull.promoteIfRetried(run);
+            return void held.push(run.id);
+          }
         } catch {
           // Redis unreachable: handOver below fails for it too and logs it.
         }
@@ -191,31 +196,38 @@ export class OutboxRelay {
   }
 
   /**
-   * After an operator's retry (the row is `available` again): makes a delayed BullMQ job run now,
-   * or hands a run BullMQ no longer holds over again. A job still active is the attempt that just
-   * ended finishing in BullMQ: the run is handed over once it has left (in the background; the
-   * sweeper covers a process that stops meanwhile, as the row is not marked handed over).
+   * After an operator's retry (the row is `available` again, and back in the outbox, so whatever
+   * fails here the sweeper does once Redis answers): makes a delayed BullMQ job run now, or hands a
+   * run BullMQ no longer holds over again. A job still active is the attempt that just ended
+   * finishing in BullMQ: the run is requeued once it has left (in the background). Never throws:
+   * the retry is recorded, so its answer does not depend on Redis.
    */
   async requeueNow(run: store.JobRun): Promise<void> {
-    const { bull } = this.deps;
-    const state = await bull.jobState(run).catch(() => undefined);
-    if (state === undefined || state === null) {
-      await this.handOver([run]); // on failure (Redis down) the outbox keeps it
-      return;
+    try {
+      const state = await this.deps.bull.jobState(run).catch(() => undefined);
+      if (state === 'active') void this.requeueWhenGone(run);
+      else await this.requeue(run, state);
+    } catch (err) {
+      this.deps.logger.warn('could not hand a retried run over; the sweeper will', { run_id: run.id, error: errorMessage(err) });
     }
+  }
+
+  /** `state`: of the run's BullMQ job, null when it holds none, undefined when Redis did not answer. */
+  private async requeue(run: store.JobRun, state: string | null | undefined): Promise<void> {
+    const { bull } = this.deps;
     if (state === 'delayed') {
       const job = await bull.of(run).getJob(bullJobId(run.id));
       await job?.promote().catch(() => undefined); // it may have become due meanwhile
     } else if (state === 'completed' || state === 'failed') {
-      await (await bull.of(run).getJob(bullJobId(run.id)))?.remove();
+      await bull.removeJob(run);
       await this.handOver([run]);
-    } else if (state === 'active' && !run.handedOverAt) {
-      void this.handOverWhenGone(run);
+    } else if (state === undefined || state === null) {
+      await this.handOver([run]);
     }
     // waiting / prioritized: a worker takes it soon.
   }
 
-  private async handOverWhenGone(run: store.JobRun): Promise<void> {
+  private async requeueWhenGone(run: store.JobRun): Promise<void> {
     const { bull, timing } = this.deps;
     const deadline = Date.now() + timing.requeueWaitMs;
     try {
@@ -223,8 +235,7 @@ export class OutboxRelay {
         await new Promise((r) => setTimeout(r, timing.requeuePollMs).unref());
         const state = await bull.jobState(run);
         if (state === 'active') continue;
-        if (state === 'completed' || state === 'failed') await (await bull.of(run).getJob(bullJobId(run.id)))?.remove();
-        if (state !== 'waiting' && state !== 'delayed' && state !== 'prioritized') await this.handOver([run]);
+        await this.requeue(run, state);
         return;
       }
     } catch (err) {

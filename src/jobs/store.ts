@@ -290,7 +290,11 @@ export async function cancelRun(db: Db, id: number, from: JobState[], now: Date)
   return row ? toRun(row) : null;
 }
 
-/** Makes a waiting or finalized run available now, keeping its attempts (one more if they are spent). */
+/**
+ * Makes a waiting or finalized run available now, keeping its attempts (one more if they are spent).
+ * It is back in the outbox: what BullMQ holds for it (nothing, a finished job, or a job delayed for
+ * its old schedule) does not start it now, and when Redis cannot be told at once the sweeper must.
+ */
 export async function makeAvailable(db: Db, id: number, now: Date): Promise<JobRun | null> {
   const [row] = await db('job_runs')
     .where({ id })
@@ -300,8 +304,7 @@ export async function makeAvailable(db: Db, id: number, now: Date): Promise<JobR
       scheduled_at: now,
       finalized_at: null,
       max_attempts: db.raw('greatest(max_attempts, attempt + 1)'),
-      // Finalized runs left BullMQ: they must be handed over again.
-      handed_over_at: db.raw("case when state in ('completed','cancelled','discarded') then null else handed_over_at end"),
+      handed_over_at: null,
     })
     .returning('*');
   return row ? toRun(row) : null;

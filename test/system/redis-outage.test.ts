@@ -1,8 +1,8 @@
 // A Redis of the test's own, frozen with SIGSTOP (connections open, nothing answers), then killed
 // and started again empty (no persistence): requests that need Redis answer 503 within the bound
 // (they hung 30 s and more without a command timeout); mail queued meanwhile is delivered once it
-// is back; a Redis that lost its data gets the queue pause flags and job schedulers back from
-// PostgreSQL without a restart.
+// is back, and so is a run an operator retried meanwhile (once); a Redis that lost its data gets
+// the queue pause flags and job schedulers back from PostgreSQL without a restart.
 import { capturingLogger, linesWith } from '../support/logs';
 import { expectUnavailableWithin, timed } from '../support/outages';
 import { PrivateRedis } from '../support/private-servers';
@@ -10,6 +10,7 @@ import { TestSmtpServer } from '../support/smtp';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { waitFor } from '../support/wait';
+import { bullJobId } from '../../src/jobs/system';
 
 const PASSWORD = 'correct horse battery staple';
 const BOUND_MS = 300;
@@ -116,4 +117,74 @@ it('killed and started again empty: pause flags and schedulers come back from Po
   t.clock.advance(1_000);
   await delivered(recipient);
   await t.http.post('/v1/auth/login').send({ email, password: PASSWORD, transport: 'bearer' }).expect(200);
+}, 60_000);
+
+// ----- operator retries accepted while Redis is down ---------------------------------------------
+
+const mailJob = (id: number) => t.ctx.jobs.queues.get('mail')!.getJob(bullJobId(id));
+const copiesTo = (to: string) => smtp.messages.filter((m) => m.to.includes(to)).length;
+
+/** A mail run an hour from now, handed over and marked so by the sweeper: BullMQ holds it as a delayed job. */
+async function scheduledMail(to: string): Promise<number> {
+  const payload = { to, template: 'passwordChanged', params: { at: new Date().toISOString() } };
+  const run = await t.ctx.jobs.enqueue(t.ctx.db, 'service.mail.send', payload, { actor: { kind: 'system', id: null } }, { delayMs: 3_600_000 });
+  expect(await t.ctx.jobs.handOver([run])).toEqual([run.id]);
+  t.clock.advance(1_000); // past the sweeper's grace
+  await t.ctx.jobs.sweep();
+  expect(await t.ctx.db('job_runs').where({ id: run.id }).first('handed_over_at')).toEqual({ handed_over_at: expect.any(Date) });
+  expect(await (await mailJob(run.id))?.isDelayed()).toBe(true);
+  return run.id;
+}
+
+/** POST /ops/jobs/runs/{id}/retry while Redis is down: recorded in PostgreSQL, answered within the bound. */
+async function retryDuringOutage(id: number, operatorAuth: string): Promise<void> {
+  const answer = await timed(() => t.http.post(`/ops/jobs/runs/${id}/retry`).set('Authorization', operatorAuth));
+  expect({ status: answer.status, state: answer.body.state }).toEqual({ status: 200, state: 'available' });
+  expect(answer.ms).toBeLessThan(BOUND_MS + 2_500);
+}
+
+/** The run completed with its mail sent `copies` times, and nothing left that could send it again. */
+async function ranOnce(id: number, to: string, copies: number, operatorAuth: string): Promise<void> {
+  await waitFor(`mail ${copies} of run ${id} to ${to}`, async () => copiesTo(to) >= copies, 20_000);
+  const runOf = async () => (await t.http.get(`/ops/jobs/runs/${id}`).set('Authorization', operatorAuth).expect(200)).body;
+  await waitFor(`run ${id} completed`, async () => (await runOf()).state === 'completed');
+  await waitFor(`BullMQ to drop run ${id}`, async () => !(await mailJob(id)));
+  await t.ctx.jobs.sweep(); // a sweep after the outage hands nothing over twice
+  await waitFor(`BullMQ to drop run ${id}`, async () => !(await mailJob(id)));
+  expect(copiesTo(to)).toBe(copies);
+  expect(await runOf()).toMatchObject({ state: 'completed', attempt: copies });
+}
+
+it('killed and started empty: runs an operator retried meanwhile (a completed mail, a scheduled one) run once when it is back', async () => {
+  const operator = await signedInUser(t.ctx, { operator: true });
+  const completedTo = `retried-completed-${Date.now()}@example.com`;
+  const sent = await t.http.post('/ops/mail/test').set('Authorization', operator.auth).send({ to: completedTo }).expect(202);
+  const completed: number = sent.body.job_run_id;
+  await ranOnce(completed, completedTo, 1, operator.auth);
+  const scheduledTo = `retried-scheduled-${Date.now()}@example.com`;
+  const scheduled = await scheduledMail(scheduledTo);
+
+  await redis.kill();
+  try {
+    await retryDuringOutage(completed, operator.auth);
+    await retryDuringOutage(scheduled, operator.auth);
+  } finally {
+    await redis.start(); // empty: BullMQ holds neither run
+  }
+  t.clock.advance(1_000); // past the sweeper's grace, by the app's clock
+  await ranOnce(completed, completedTo, 2, operator.auth);
+  await ranOnce(scheduled, scheduledTo, 1, operator.auth);
+}, 60_000);
+
+it('frozen: a scheduled run an operator retried meanwhile runs now once it is back, not at its old time', async () => {
+  const operator = await signedInUser(t.ctx, { operator: true });
+  const to = `retried-frozen-${Date.now()}@example.com`;
+  const scheduled = await scheduledMail(to);
+  redis.pause();
+  try {
+    await retryDuringOutage(scheduled, operator.auth);
+  } finally {
+    redis.resume(); // with its data: BullMQ still holds the job for an hour from now
+  }
+  await ranOnce(scheduled, to, 1, operator.auth);
 }, 60_000);
