@@ -189,10 +189,19 @@ export class OutboxRelay {
 
   // ----- operator actions ----------------------------------------------------------------------
 
-  /** Removes a waiting job from BullMQ (its row is already `cancelled`). */
+  /**
+   * Removes a waiting job from BullMQ (its row is already `cancelled`). Best effort: a worker that
+   * takes a job left behind finds the run cancelled. Not tried while Redis is not ready, as BullMQ
+   * would wait for a connection never made yet instead of failing.
+   */
   async removeFromQueue(run: store.JobRun): Promise<void> {
     const queue = this.deps.bull.queues.get(run.queue);
-    await queue?.remove(bullJobId(run.id)).catch(() => 0);
+    try {
+      this.deps.bull.assertReady();
+      await queue?.remove(bullJobId(run.id));
+    } catch {
+      /* best effort, see above */
+    }
   }
 
   /**

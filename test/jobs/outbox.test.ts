@@ -209,6 +209,21 @@ it('cancelling a running run from an instance without Redis answers 503 and reco
   expect(calls.get(run.id)).toBe(1);
 });
 
+it('cancelling a waiting run from an instance whose Redis never answered is prompt, and the job left in BullMQ does nothing', async () => {
+  const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.counted', {}, system, { delayMs: 60_000 });
+  await t.ctx.jobs.handOver([run]);
+  const api = contractClient(createApp(producer));
+  const start = Date.now();
+  // BullMQ waits for a connection never made instead of failing: this request hung.
+  const res = await api.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).timeout(5_000).expect(200);
+  expect(Date.now() - start).toBeLessThan(2_500);
+  expect(res.body.state).toBe('cancelled');
+  await (await bullJob(run.id))!.promote();
+  await waitUntilBullForgets(run.id);
+  expect(calls.get(run.id)).toBeUndefined();
+  expect((await apiRun(run.id)).state).toBe('cancelled');
+});
+
 describe('a producer whose Redis goes away and comes back', () => {
   let proxy: RedisProxy;
   let api: AppContext;
