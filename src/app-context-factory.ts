@@ -36,7 +36,7 @@ export function buildAppContext(parts: {
     contract: loadContract(),
     mailer: new Mailer(parts.config.mail, parts.logger),
     now,
-    state: { databaseReady: false },
+    state: { databaseReady: false, shuttingDown: false },
     socialProviders: new SocialProviders(parts.config.social, parts.logger),
     instance: new InstanceRegistry({ build: parts.config.build, db: () => app.db, logger: parts.logger, now }),
   } as Omit<AppContext, 'jobs' | 'services' | 'dependencies' | 'settings'> as AppContext;

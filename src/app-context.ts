@@ -35,5 +35,7 @@ export interface AppContext {
   state: {
     /** Migrations applied and the database reachable at least once since start. */
     databaseReady: boolean;
+    /** SIGTERM received: /readyz answers 503 so load balancers stop sending here (main.ts). */
+    shuttingDown: boolean;
   };
 }

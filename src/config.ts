@@ -98,6 +98,12 @@ export interface Config {
   runWorkers: boolean;
   /** Jobs each process runs at once per queue (JOB_CONCURRENCY_DEFAULT, _MAIL, _MAINTENANCE). */
   jobConcurrency: { default: number; mail: number; maintenance: number };
+  /**
+   * After SIGTERM: how long the API keeps serving, with /readyz at 503, so a load balancer notices
+   * from its health checks and stops sending before the listener closes (SHUTDOWN_DELAY_MS).
+   */
+  shutdownDelayMs: number;
+  /** Then the longest the drain (requests, jobs, pools) takes before the process exits. */
   shutdownTimeoutMs: number;
   build: { version: string; commit: string; builtAt: string | null };
 }
@@ -261,6 +267,7 @@ export function loadConfig(env: Env = process.env): Config {
       mail: positive(env, 'JOB_CONCURRENCY_MAIL', 5),
       maintenance: positive(env, 'JOB_CONCURRENCY_MAINTENANCE', 1),
     },
+    shutdownDelayMs: int(env, 'SHUTDOWN_DELAY_MS', 5_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000),
     build: {
       version: env.BUILD_VERSION || readPackageVersion(),

@@ -17,7 +17,7 @@ import { embeddedDatabaseExists, embeddedUrl, runningEmbeddedPort, startEmbedded
 import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
-import { createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
+import { closeAfterEachAnswer, createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
 import { setDisabled } from './accounts/store';
 import { OperatorGrants, type GrantOutcome, type RevokeOutcome } from './accounts/operators';
 import { AuditService } from './audit/service';
@@ -153,6 +153,16 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // A load balancer learns of the shutdown from /readyz, checked every second or two: until it
+    // has, it still sends requests here, and a closed listener would refuse them. So the API keeps
+    // serving for SHUTDOWN_DELAY_MS with /readyz at 503 (each answer closing its connection), then
+    // drains. Ctrl-C (SIGINT) at a terminal has no balancer to wait for.
+    app.state.shuttingDown = true;
+    if (mode === 'api' && signal === 'SIGTERM' && config.shutdownDelayMs > 0) {
+      closeAfterEachAnswer(server);
+      logger.info('shutting down: /readyz answers 503, still serving while load balancers take this instance out', { signal, delay_ms: config.shutdownDelayMs });
+      await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
+    }
     logger.info('shutting down: no new connections, finishing in-flight requests', { signal });
     const force = setTimeout(() => {
       logger.error('shutdown timed out; exiting', { timeout_ms: config.shutdownTimeoutMs });

@@ -9,7 +9,8 @@ export const getReadiness: Handler<'getReadiness'> = async ({ app }) => {
   const checks = { database: toApi(result.database), redis: toApi(result.redis) };
   if (!result.ready) {
     const down = Object.entries(checks).filter(([, c]) => !c.ok).map(([name]) => name);
-    throw new AppError('unavailable', 503, `Not ready: ${down.join(', ')} unreachable.`, {
+    const detail = result.shuttingDown ? 'Not ready: shutting down; requests still in flight are finished.' : `Not ready: ${down.join(', ')} unreachable.`;
+    throw new AppError('unavailable', 503, detail, {
       headers: { 'Retry-After': '5' },
       fields: { checks },
     });

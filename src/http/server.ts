@@ -29,6 +29,8 @@ const SWEEP_INTERVAL_MS = 100;
 interface ServerState {
   /** Responses not yet closed (finished or aborted). */
   inFlight: Set<http.ServerResponse>;
+  /** Every answer closes its connection (set by a drain, or before one by closeAfterEachAnswer). */
+  closing: boolean;
   draining: boolean;
   /** The drain's promise, once one started. */
   drain: Promise<void> | null;
@@ -54,7 +56,7 @@ export function createHttpServer(handler: http.RequestListener, config: Pick<Con
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
   });
-  const state: ServerState = { inFlight: new Set(), draining: false, drain: null, finishedWhileDraining: 0, keepAlivePromisedAt: 0 };
+  const state: ServerState = { inFlight: new Set(), closing: false, draining: false, drain: null, finishedWhileDraining: 0, keepAlivePromisedAt: 0 };
   states.set(server, state);
 
   // Shared by every response: no closure per request.
@@ -65,7 +67,7 @@ export function createHttpServer(handler: http.RequestListener, config: Pick<Con
   // Registered before `handler`, so it runs first: a request that arrives while draining has its
   // `Connection: close` set before the application can send headers.
   server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (state.draining) res.setHeader('Connection', 'close');
+    if (state.closing) res.setHeader('Connection', 'close');
     state.inFlight.add(res);
     res.on('close', onResponseClose);
   });
@@ -124,6 +126,20 @@ function responseStarted(state: ServerState, socket: net.Socket): boolean {
   return false;
 }
 
+/**
+ * The start of a delayed shutdown: the server still accepts connections and serves every request,
+ * but each answer from now on closes its connection. A keep-alive client (a load balancer's
+ * connection pool) then opens a new connection for its next request, which the balancer, told by
+ * the failing health check, sends to another instance; by the time the drain starts no connection
+ * sits idle here waiting to be reused.
+ */
+export function closeAfterEachAnswer(server: http.Server): void {
+  const state = states.get(server);
+  if (!state) throw new Error('closeAfterEachAnswer: the server was not made by createHttpServer');
+  state.closing = true;
+  for (const res of state.inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+}
+
 export interface DrainOptions {
   logger: Logger;
   /** See DEFAULT_IDLE_GRACE_MS. */
@@ -151,6 +167,7 @@ export function drainHttpServer(server: http.Server, options: DrainOptions): Pro
   const { logger, graceMs = DEFAULT_IDLE_GRACE_MS, timeoutMs } = options;
   const started = Date.now();
   state.draining = true;
+  state.closing = true;
   state.keepAlivePromisedAt = started; // every idle connection got a keep-alive answer
   const inFlightAtStart = state.inFlight.size;
   for (const res of state.inFlight) {

@@ -21,13 +21,13 @@ async function timed(name: Dependency, monitor: DependencyMonitor, probe: () => 
   return r.ok ? { ok: true, latencyMs: r.latencyMs } : { ok: false, latencyMs: null, error: r.timedOut ? 'timed out' : 'unreachable' };
 }
 
-/** Checks the database and Redis in parallel. */
-export async function checkReadiness(app: AppContext): Promise<{ ready: boolean; database: Check; redis: Check }> {
+/** Checks the database and Redis in parallel; never ready once the instance is shutting down. */
+export async function checkReadiness(app: AppContext): Promise<{ ready: boolean; shuttingDown: boolean; database: Check; redis: Check }> {
   const [database, redis] = await Promise.all([
     app.state.databaseReady
       ? timed('database', app.dependencies, () => pingDatabase(app.db))
       : Promise.resolve<Check>({ ok: false, latencyMs: null, error: 'migrations not applied yet' }),
     timed('redis', app.dependencies, () => pingRedis(app.redis)),
   ]);
-  return { ready: database.ok && redis.ok, database, redis };
+  return { ready: database.ok && redis.ok && !app.state.shuttingDown, shuttingDown: app.state.shuttingDown, database, redis };
 }

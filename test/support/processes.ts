@@ -198,6 +198,8 @@ export async function serveEnv(databaseUrlValue: string): Promise<{ port: number
       PORT: String(port),
       LOG_LEVEL: 'info',
       REDIS_PREFIX: `test:process:${randomBytes(4).toString('hex')}:`,
+      // No load balancer here to wait for: SIGTERM drains at once (the delay's own test sets it).
+      SHUTDOWN_DELAY_MS: '0',
     },
   };
 }

@@ -324,6 +324,37 @@ describe('disable-account and enable-account', () => {
   });
 });
 
+// Behind a load balancer: after SIGTERM the instance keeps serving for SHUTDOWN_DELAY_MS with
+// /readyz at 503, so the balancer's health checks take it out before its listener closes.
+describe('SIGTERM with SHUTDOWN_DELAY_MS', () => {
+  it('answers /readyz 503 at once, keeps accepting and serving (each answer closing its connection) for the delay, then drains and exits 0', async () => {
+    const { port, env } = await serveEnv(databaseUrl(dbName));
+    const proc = start(['serve'], { ...env, SHUTDOWN_DELAY_MS: '1500' });
+    await waitFor('GET /readyz 200', async () => (await get(port, '/readyz')).status === 200, 20_000, proc);
+
+    const signalled = Date.now();
+    proc.child.kill('SIGTERM');
+    const readiness = await waitFor('GET /readyz 503', async () => {
+      const r = await get(port, '/readyz');
+      return r.status === 503 ? r : null;
+    }, 1_000, proc);
+    expect(Date.now() - signalled).toBeLessThan(1_000);
+    expect(readiness.body).toMatchObject({ code: 'unavailable', detail: expect.stringContaining('shutting down') });
+    expect(readiness.headers['retry-after']).toBe('5');
+
+    // Still serving, on new connections, until the delay is over.
+    const ping = await get(port, '/v1/ping');
+    expect(ping.status).toBe(200);
+    expect(ping.headers.connection).toBe('close');
+    expect(await tryConnect(port)).toBeNull();
+    expect(proc.logs().map((l) => l.message)).toContain('shutting down: /readyz answers 503, still serving while load balancers take this instance out');
+
+    await waitFor('the listener to close after the delay', async () => (await tryConnect(port)) === 'ECONNREFUSED', 5_000, proc);
+    expect(Date.now() - signalled).toBeGreaterThanOrEqual(1_400);
+    expect((await withTimeout(proc.exit, 10_000, 'the process to exit')).code).toBe(0);
+  });
+});
+
 describe('serve with the database down at start', () => {
   it('stays up, logs the outage, answers health and ping, is not ready, and stops on SIGTERM', async () => {
     const { port, env } = await serveEnv(`postgres://postgres@127.0.0.1:${await freePort()}/none`);
