@@ -3984,6 +3984,42 @@ export interface components {
          */
         ProviderNotConfiguredProblemCode: "provider_not_configured";
         /**
+         * @description A member the API passes on without interpreting it (a WebAuthn member it does not know,
+         *     a field the provider adds to its form post): any JSON value with at most three levels of
+         *     arrays and objects, whose strings and property names hold no NUL character (U+0000,
+         *     which PostgreSQL text cannot hold). The depth is bounded so that validating it is too.
+         * @example {
+         *       "rk": true
+         *     }
+         */
+        JsonValue: string | number | boolean | null | components["schemas"]["JsonValueDepth3"][] | {
+            [key: string]: components["schemas"]["JsonValueDepth3"];
+        };
+        /**
+         * @description A `JsonValue` with at most two levels of arrays and objects.
+         * @example {
+         *       "first": "AQID"
+         *     }
+         */
+        JsonValueDepth3: string | number | boolean | null | components["schemas"]["JsonValueDepth2"][] | {
+            [key: string]: components["schemas"]["JsonValueDepth2"];
+        };
+        /**
+         * @description A `JsonValue` with at most one level of arrays and objects.
+         * @example [
+         *       "usb",
+         *       "nfc"
+         *     ]
+         */
+        JsonValueDepth2: string | number | boolean | null | components["schemas"]["JsonScalar"][] | {
+            [key: string]: components["schemas"]["JsonScalar"];
+        };
+        /**
+         * @description A string without NUL characters, a number, a boolean or null.
+         * @example internal
+         */
+        JsonScalar: string | number | boolean | null;
+        /**
          * @description `login` signs in (or signs up); `link` links the identity to the signed-in user.
          * @default login
          * @example login
@@ -4250,14 +4286,14 @@ export interface components {
             authenticatorAttachment?: string | null;
             clientExtensionResults?: components["schemas"]["WebAuthnClientExtensionResults"];
         } & {
-            [key: string]: unknown;
+            [key: string]: components["schemas"]["JsonValue"];
         };
         /**
          * @description Client extension results.
          * @example {}
          */
         WebAuthnClientExtensionResults: {
-            [key: string]: unknown;
+            [key: string]: components["schemas"]["JsonValue"];
         };
         /**
          * @description The authenticator's response (attestation or assertion), base64url fields.
@@ -4268,7 +4304,7 @@ export interface components {
          *     }
          */
         WebAuthnAuthenticatorResponse: {
-            [key: string]: unknown;
+            [key: string]: components["schemas"]["JsonValue"];
         };
         /**
          * @description A passkey response used as proof (spec 2.5). The `ceremony_token` comes from `POST /v1/auth/login/mfa/passkey` when signing in, or from `POST /v1/auth/passkeys/verification` when already signed in.
@@ -5594,7 +5630,7 @@ export interface components {
              */
             error?: string;
         } & {
-            [key: string]: unknown;
+            [key: string]: components["schemas"]["JsonValue"];
         };
         /**
          * @description A server-to-server notification from the second provider.

@@ -15,7 +15,7 @@ import addFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { AppContext } from '../app-context';
 import { compilePathMatcher, routingDocument, type OperationInfo } from './contract';
-import { problems, type ValidationIssue } from './problem';
+import { problems } from './problem';
 import { defineErrors } from '../errors';
 import { authenticateBearer, authenticateCookie, checkCsrf, unauthenticatedDetail, type AuthResult } from './authenticate';
 import type { HandlerContext, HandlerMap } from '../../handlers/types';
@@ -72,8 +72,6 @@ interface Route {
   parsers: Map<string, express.RequestHandler>;
   /** The 415 detail and `Accept` value naming the declared media types. */
   unsupportedMediaType: { detail: string; accept: string };
-  /** Path parameters by segment index, for the NUL check. */
-  pathParams: { index: number; name: string }[];
   /** Query lists written `a,b` (style form, explode false), which operators also repeat. */
   commaLists: string[];
   /** Its answers carry RateLimit headers (the contract says so on its success responses). */
@@ -126,10 +124,6 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         detail: `This operation takes a body of type ${info.requestMediaTypes.join(' or ')} (Content-Type).`,
         accept: info.requestMediaTypes.join(', '),
       },
-      pathParams: info.path
-        .split('/')
-        .map((segment, index) => ({ index, name: /^\{(.+)\}$/.exec(segment)?.[1] ?? '' }))
-        .filter((p) => p.name),
       reportsLimits: reportsLimits(app.contract, info),
     };
   });
@@ -151,15 +145,15 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       if (route.hasBody) await readBody(route, req, res);
       let params: Record<string, unknown> = {};
       let query: Record<string, unknown> = route.takesQuery ? joinRepeatedLists(req.query, route.commaLists) : {};
-      // PostgreSQL refuses U+0000 in text: refused here, with the contract's violations.
-      const nul = route.hasInputs ? nulIssues(route, req, query) : NO_ISSUES;
+      // The contract refuses what the handlers must not see, NUL characters included (PostgreSQL
+      // text cannot hold them): every request string has a pattern saying so (test/contract/rules).
       if (route.bodyOnly) {
         const errors = validateBodyOnly(route, req);
-        if (errors.length || nul.length) throw problems.validation([...nul, ...toValidationIssues(errors)]);
+        if (errors.length) throw problems.validation(toValidationIssues(errors));
       } else if (route.hasInputs) {
         const request = { method: req.method, path: req.path, body: req.body, query: query as any, headers: req.headers as any };
         const validation = api.validator.validateRequest(request, route.operation);
-        if (validation.errors || nul.length) throw problems.validation([...nul, ...toValidationIssues(validation.errors ?? [])]);
+        if (validation.errors) throw problems.validation(toValidationIssues(validation.errors));
         params = (validation.coerced?.params as Record<string, unknown> | undefined) ?? params;
         query = (validation.coerced?.query as Record<string, unknown> | undefined) ?? query;
       }
@@ -299,78 +293,6 @@ async function readBody(route: Route, req: Request, res: Response): Promise<void
 
 const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').split(';')[0]!.trim().toLowerCase();
 
-const NO_ISSUES: ValidationIssue[] = [];
-const NUL_MESSAGE = 'must not contain NUL characters';
-
-/**
- * Strings with U+0000 anywhere in the body (values and property names, at any depth) and in the
- * path and query parameters. The body is walked without allocating unless a NUL is found; the
- * path and query only when the URL carries `%00` (the only way a NUL gets into them).
- */
-function nulIssues(route: Route, req: Request, query: Record<string, unknown>): ValidationIssue[] {
-  let issues: ValidationIssue[] | undefined;
-  if (route.hasBody && containsNul(req.body)) locateNul(req.body, 'body', (issues ??= []));
-  if (!route.bodyOnly && req.url.includes('%00')) {
-    if (route.pathParams.length) {
-      const segments = req.path.split('/');
-      for (const { index, name } of route.pathParams) {
-        if (segments[index]?.includes('%00')) (issues ??= []).push({ location: `path.${name}`, message: NUL_MESSAGE });
-      }
-    }
-    for (const name in query) if (containsNul(query[name])) locateNul(query[name], `query.${name}`, (issues ??= []));
-  }
-  return issues ?? NO_ISSUES;
-}
-
-const hasNul = (s: string) => s.indexOf('\u0000') !== -1;
-
-/** Iterative (a deeply nested body cannot overflow the stack); no allocation for a flat object. */
-function containsNul(root: unknown): boolean {
-  let stack: object[] | undefined;
-  let value: unknown = root;
-  for (;;) {
-    if (typeof value === 'string') {
-      if (hasNul(value)) return true;
-    } else if (typeof value === 'object' && value !== null) {
-      if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) {
-          const item: unknown = value[i];
-          if (typeof item === 'string') {
-            if (hasNul(item)) return true;
-          } else if (typeof item === 'object' && item !== null) (stack ??= []).push(item);
-        }
-      } else {
-        for (const key in value) {
-          if (hasNul(key)) return true;
-          const item: unknown = (value as Record<string, unknown>)[key];
-          if (typeof item === 'string') {
-            if (hasNul(item)) return true;
-          } else if (typeof item === 'object' && item !== null) (stack ??= []).push(item);
-        }
-      }
-    }
-    if (!stack?.length) return false;
-    value = stack.pop();
-  }
-}
-
-/** Where the NULs are: `body.name`, `body.items[2]`, `query.x`; a property name with one names its object. */
-function locateNul(root: unknown, rootLocation: string, issues: ValidationIssue[]): void {
-  const stack: [unknown, string][] = [[root, rootLocation]];
-  while (stack.length) {
-    const [value, location] = stack.pop()!;
-    if (typeof value === 'string') {
-      if (hasNul(value)) issues.push({ location, message: NUL_MESSAGE });
-    } else if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], `${location}[${i}]`]);
-    } else if (typeof value === 'object' && value !== null) {
-      const keys = Object.keys(value);
-      if (keys.some(hasNul)) issues.push({ location, message: 'must not contain NUL characters in property names' });
-      for (let i = keys.length - 1; i >= 0; i--) stack.push([(value as Record<string, unknown>)[keys[i]!], `${location}.${keys[i]}`]);
-    }
-  }
-}
-
 function runParser(parser: express.RequestHandler, req: Request, res: Response): Promise<void> {
   return new Promise((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
 }
@@ -437,6 +359,12 @@ export function toValidationIssues(all: ErrorObject[]) {
     } else if (e.keyword === 'enum') {
       // ajv's "must be equal to one of the allowed values" does not say which they are.
       message = `must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+    } else if (e.keyword === 'pattern') {
+      const rule = PATTERN_MESSAGES[(e.params as { pattern: string }).pattern];
+      // Inside `propertyNames` ajv locates the object and names the property apart.
+      if (rule) message = e.propertyName === undefined ? rule : `${rule} in property names`;
+    } else if (e.keyword === 'propertyNames') {
+      continue; // "property name must be valid": the pattern's own error, above, says why
     }
     const key = `${location}\u0000${message}`;
     if (seen.has(key)) continue;
@@ -488,6 +416,12 @@ function explainOneOf(errors: ErrorObject[]): ErrorObject[] {
   }
   return out;
 }
+
+/** The contract's rules for text, in words: ajv's message would quote the pattern. */
+const PATTERN_MESSAGES: Record<string, string> = {
+  '^[^\\u0000]*$': 'must not contain NUL characters',
+  '^\\s*[^\\s\\u0000][^\\u0000]*$': 'must not be blank or contain NUL characters',
+};
 
 const ROOTS: Record<string, string> = { requestBody: 'body', path: 'path', query: 'query', header: 'header', cookie: 'cookie' };
 

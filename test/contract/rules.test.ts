@@ -178,3 +178,62 @@ it('every /ops operation requires the operator role, with no anonymous alternati
     expect({ id: op.operationId, operatorOnly: everyRequirementNeedsOperator }).toEqual({ id: op.operationId, operatorOnly: true });
   }
 });
+
+describe('no NUL in a request (PostgreSQL text cannot hold U+0000)', () => {
+  /**
+   * True when the pattern (compiled as ajv does, with the `u` flag) refuses every probe with a
+   * NUL: alone, and at the start, inside and at the end of the schema's example.
+   */
+  function refusesNul(pattern: unknown, example: unknown): boolean {
+    if (typeof pattern !== 'string') return false;
+    const re = new RegExp(pattern, 'u');
+    const sample = typeof example === 'string' && example ? example : 'a';
+    const half = Math.floor(sample.length / 2);
+    const probes = ['\u0000', `${sample}\u0000`, `\u0000${sample}`, `${sample.slice(0, half)}\u0000${sample.slice(half)}`, `${sample.slice(0, -1)}\u0000`];
+    return probes.every((probe) => !re.test(probe));
+  }
+
+  /**
+   * Where a value valid by `node` may hold a NUL: a string without a pattern refusing it, an
+   * object open to property names or values of any kind, an array of anything. And a schema
+   * nested in itself: ajv validates it recursively, so a body nested deep enough would overflow
+   * the stack (a 500); open members are `JsonValue`s, whose depth is bounded.
+   */
+  function nulHoles(node: any, at: string, refs: string[] = []): string[] {
+    if (node === undefined || node === true) return [`${at}: anything`];
+    if (node.$ref) return refs.includes(node.$ref) ? [`${at}: refers to ${node.$ref} inside itself`] : nulHoles(deref(node), at, [...refs, node.$ref]);
+    const holes = ['oneOf', 'anyOf', 'allOf'].flatMap((k) => (node[k] ?? []).flatMap((branch: any, i: number) => nulHoles(branch, `${at}/${k}/${i}`, refs)));
+    for (const keyword of ['patternProperties', 'prefixItems', 'not', 'if']) if (node[keyword]) holes.push(`${at}: ${keyword}, which this check does not read yet`);
+    if (node.enum || node.const !== undefined) return holes;
+    const composed = node.oneOf || node.anyOf || node.allOf;
+    const types: string[] = node.type ? [node.type].flat() : composed ? [] : ['string', 'object', 'array'];
+    if (types.includes('string') && !refusesNul(node.pattern, node.example)) holes.push(`${at}: a string whose pattern does not refuse NUL`);
+    if (types.includes('object')) {
+      for (const [name, property] of Object.entries<any>(node.properties ?? {})) holes.push(...nulHoles(property, `${at}.${name}`, refs));
+      if (node.additionalProperties !== false) {
+        if (!refusesNul(deref(node.propertyNames)?.pattern, 'name')) holes.push(`${at}: property names whose pattern does not refuse NUL`);
+        holes.push(...nulHoles(node.additionalProperties, `${at}.*`, refs));
+      }
+    }
+    if (types.includes('array')) holes.push(...nulHoles(node.items, `${at}[]`, refs));
+    return holes;
+  }
+
+  it('every string of every request body, path and query parameter has a pattern refusing NUL (or is an enum), and no request schema nests itself', () => {
+    const holes: string[] = [];
+    for (const op of ops) {
+      const parameters = [...(contract.document.paths[op.path].parameters ?? []), ...(raw(op).parameters ?? [])].map(deref);
+      for (const p of parameters) holes.push(...nulHoles(p.schema, `${op.operationId} ${p.in}.${p.name}`));
+      for (const [type, media] of Object.entries<any>(deref(raw(op).requestBody)?.content ?? {})) holes.push(...nulHoles(media.schema, `${op.operationId} body (${type})`));
+    }
+    expect(holes).toEqual([]);
+  });
+
+  it('the probe tells a pattern that refuses NUL from one that does not', () => {
+    expect(refusesNul('^[^\\u0000]*$', 'Acme')).toBe(true);
+    expect(refusesNul('^org_[0-9a-z]{26}$', 'org_01jd8x4k3m5n6p7q8r9s0t1v2w')).toBe(true);
+    expect(refusesNul('\\S', 'Acme')).toBe(false);
+    expect(refusesNul('^[a-z]', 'acme')).toBe(false);
+    expect(refusesNul(undefined, 'Acme')).toBe(false);
+  });
+});

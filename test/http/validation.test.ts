@@ -1,4 +1,8 @@
 // Request validation runs before any handler (pending ones too) and names every offending part.
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { loadContract, resolveRef } from '../../src/http/contract';
+import { exampleRequest } from '../support/examples';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 
@@ -112,24 +116,109 @@ describe('NUL characters (PostgreSQL refuses U+0000 in text)', () => {
     expect(await t.ctx.db('users').where({ email: 'nul@example.com' }).first()).toBeUndefined();
   });
 
-  it('names nested fields and array items, and property names', async () => {
-    const res = await t.http.post('/v1/echo').send({ message: 'hi\u0000', tags: ['a', 'b', '\u0000'], 'x\u0000': 1 }).expect(422);
+  it('names nested fields, array items and property names, also among the members passed on uninterpreted', async () => {
+    const credential = { id: 'a', rawId: 'a\u0000', type: 'public-key', response: { clientDataJSON: 'e30', transports: ['usb', 'n\u0000fc'] }, 'x\u0000': 1 };
+    const res = await t.http.post('/v1/auth/passkeys/login').send({ ceremony_token: 'cer_x', credential }).expect(422);
     expect(errorsOf(res)).toEqual(
       expect.arrayContaining([
-        { location: 'body.message', message: NUL },
-        { location: 'body.tags[2]', message: NUL },
-        { location: 'body', message: 'must not contain NUL characters in property names' },
+        { location: 'body.credential.rawId', message: NUL },
+        { location: 'body.credential.response.transports[1]', message: NUL },
+        { location: 'body.credential', message: 'must not contain NUL characters in property names' },
       ]),
     );
+    const blank = await t.http.post('/v1/orgs').set('Authorization', auth).send({ name: 'Acme\u0000' }).expect(422);
+    expect(errorsOf(blank)).toContainEqual({ location: 'body.name', message: 'must not be blank or contain NUL characters' });
+  });
+
+  it('refuses members passed on uninterpreted that nest deeper than JsonValue allows, however deep (422, never a stack overflow)', async () => {
+    // Sent as text: the test client's JSON encoder is itself recursive.
+    const deep = `${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`;
+    const credential = `{"id":"a","rawId":"a","type":"public-key","response":{"clientDataJSON":"e30"},"clientExtensionResults":{"prf":${deep}}}`;
+    const res = await t.http.post('/v1/auth/passkeys/login').type('json').send(`{"ceremony_token":"cer_x","credential":${credential}}`).expect(422);
+    expect(errorsOf(res)).toContainEqual({ location: 'body.credential.clientExtensionResults.prf.a.a.a', message: expect.stringMatching(/^must be /) });
   });
 
   it('refuses a NUL in query and path parameters', async () => {
     const query = await t.http.get('/ops/jobs/runs?cursor=abc%00def').set('Authorization', operatorAuth).expect(422);
     expect(errorsOf(query)).toEqual([{ location: 'query.cursor', message: NUL }]);
+    // Path parameters are ids and names: a NUL breaks their pattern, which the message quotes.
     for (const url of ['/ops/queues/mail%00/pause', '/ops/jobs/definitions/service.mail%00x/run']) {
       const path = await t.http.post(url).set('Authorization', operatorAuth).expect(422);
-      expect(errorsOf(path)).toContainEqual({ location: 'path.name', message: NUL });
+      expect(errorsOf(path)).toEqual([{ location: 'path.name', message: expect.stringMatching(/^must match pattern "\^\[a-z\]/) }]);
     }
+  });
+
+  describe('what the service refuses for a NUL, the contract refuses too (no valid request gets 422)', () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    ajv.addSchema(loadContract().document, 'openapi');
+    const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+    const contractAccepts = (at: string[], value: unknown) => ajv.validate({ $ref: `openapi#/${pointer(...at)}` }, value);
+    const withNul = (s: string) => `${s.slice(0, 1)}\u0000${s.slice(1)}`;
+
+    /** Every string of the example body, as [location, path in the body]. */
+    function* strings(value: unknown, location: string, path: (string | number)[]): Generator<[string, (string | number)[]]> {
+      if (typeof value === 'string') yield [location, path];
+      else if (Array.isArray(value)) for (const [i, v] of value.entries()) yield* strings(v, `${location}[${i}]`, [...path, i]);
+      else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) yield* strings(v, `${location}.${k}`, [...path, k]);
+    }
+    const setIn = (root: any, path: (string | number)[], value: string) => {
+      const copy = structuredClone(root);
+      path.slice(0, -1).reduce((o, k) => o[k], copy)[path.at(-1)!] = value;
+      return copy;
+    };
+
+    it('for every string of every example body, with a NUL put in it', async () => {
+      const checked: string[] = [];
+      for (const op of t.ctx.contract.operations.values()) {
+        const example = exampleRequest(t.ctx.contract, op);
+        if (!example.contentType || example.body === undefined) continue;
+        const bodySchema = ['paths', op.path, op.method, 'requestBody', 'content', example.contentType, 'schema'];
+        const url = example.url.replace(/\{[^}]+\}/g, 'x');
+        for (const [location, path] of strings(example.body, 'body', [])) {
+          const body = setIn(example.body, path, withNul(path.reduce((o: any, k) => o[k], example.body)));
+          const where = `${op.operationId} ${location}`;
+          expect({ where, contractAccepts: contractAccepts(bodySchema, body) }).toEqual({ where, contractAccepts: false });
+          const res = await (t.http as any)[op.method](url).set('Authorization', operatorAuth).type(example.contentType).send(body);
+          expect({ where, status: res.status }).toEqual({ where, status: 422 });
+          expect({ where, located: res.body.errors.some((e: { location: string }) => e.location === location) }).toEqual({ where, located: true });
+          checked.push(where);
+        }
+      }
+      expect(checked.length).toBeGreaterThan(60);
+    });
+
+    it('for every path and query parameter that takes a string, with a NUL put in its example', async () => {
+      const document = t.ctx.contract.document;
+      const checked: string[] = [];
+      for (const op of t.ctx.contract.operations.values()) {
+        // Each parameter with where it is written (a shared one under components, else in the path item or operation).
+        const lists: [string[], any[]][] = [
+          [['paths', op.path, 'parameters'], document.paths[op.path].parameters ?? []],
+          [['paths', op.path, op.method, 'parameters'], document.paths[op.path][op.method].parameters ?? []],
+        ];
+        const params = lists.flatMap(([at, list]) => list.map((p, i) => ({ ...resolveRef(document, p), at: p.$ref ? p.$ref.slice(2).split('/') : [...at, String(i)] })));
+        const exampleOf = (p: any) => p.example ?? resolveRef(document, p.schema).example;
+        for (const param of params) {
+          const list = resolveRef(document, param.schema).type === 'array';
+          const example = list ? exampleOf(param)[0] : exampleOf(param);
+          if (typeof example !== 'string' || !['path', 'query'].includes(param.in)) continue;
+          const value = withNul(example);
+          const where = `${op.operationId} ${param.in}.${param.name}`;
+          expect({ where, contractAccepts: contractAccepts([...param.at, 'schema'], list ? [value] : value) }).toEqual({ where, contractAccepts: false });
+          let url = op.path;
+          for (const p of params.filter((p) => p.in === 'path')) url = url.replace(`{${p.name}}`, encodeURIComponent(p === param ? value : String(exampleOf(p))));
+          const query = new URLSearchParams(params.filter((p) => p.in === 'query' && p.required && p !== param).map((p): [string, string] => [p.name, String(exampleOf(p))]));
+          if (param.in === 'query') query.set(param.name, value);
+          const res = await (t.http as any)[op.method](`${url}?${query}`).set('Authorization', operatorAuth);
+          expect({ where, status: res.status }).toEqual({ where, status: 422 });
+          const location = `${param.in}.${param.name}${list ? '[0]' : ''}`;
+          expect({ where, located: res.body.errors.some((e: { location: string }) => e.location === location) }).toEqual({ where, located: true });
+          checked.push(where);
+        }
+      }
+      expect(checked.length).toBeGreaterThan(60);
+    });
   });
 });
 
