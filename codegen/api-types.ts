@@ -2138,6 +2138,10 @@ export interface paths {
          *       max_attempts`) `max_attempts` grows by one so the run gets exactly one more attempt.
          *       Retrying a `completed` run does its work again (for `service.mail.send`, the email is
          *       sent again).
+         *     - A finalized run whose payload was cleared answers 422 `job_payload_cleared`: a one-time
+         *       secret it carried (the code of a verification or password-reset email) was erased when
+         *       the run ended, or the account it concerned was deleted with its address. Sending it again
+         *       would send no code, or to nobody: the user asks for a new code instead.
          *     - A `running` run answers 422 `job_running` (cancel it first, or wait).
          *
          *     The state change and the audit event `ops.job_run.retried` are written in the same
@@ -2333,7 +2337,7 @@ export interface components {
          * @example not_found
          * @enum {string}
          */
-        ProblemCode: "account_disabled" | "account_exists" | "already_member" | "already_verified" | "bad_request" | "email_not_verified" | "email_taken" | "forbidden" | "internal" | "invalid_ceremony" | "invalid_challenge" | "invalid_code" | "invalid_credentials" | "invalid_job_config" | "invalid_setting_value" | "invalid_signature" | "invalid_state" | "invalid_token" | "invitation_email_mismatch" | "invitation_expired" | "invitation_not_found" | "invitation_pending" | "invitation_revoked" | "invitation_used" | "job_disabled" | "job_finalized" | "job_not_runnable" | "job_running" | "last_owner" | "last_sign_in_method" | "malformed_body" | "method_not_allowed" | "mfa_not_enabled" | "no_passkeys" | "not_deleted" | "not_found" | "passkey_already_registered" | "passkey_limit_reached" | "passkey_verification_failed" | "password_not_set" | "password_too_common" | "payload_too_large" | "project_name_taken" | "provider_already_linked" | "provider_not_configured" | "provider_unavailable" | "rate_limited" | "redirect_not_allowed" | "registration_closed" | "request_header_fields_too_large" | "request_timeout" | "second_factor_required" | "slug_taken" | "totp_already_enabled" | "totp_setup_not_started" | "unauthenticated" | "unavailable" | "unsupported_media_type" | "validation_failed" | "version_conflict";
+        ProblemCode: "account_disabled" | "account_exists" | "already_member" | "already_verified" | "bad_request" | "email_not_verified" | "email_taken" | "forbidden" | "internal" | "invalid_ceremony" | "invalid_challenge" | "invalid_code" | "invalid_credentials" | "invalid_job_config" | "invalid_setting_value" | "invalid_signature" | "invalid_state" | "invalid_token" | "invitation_email_mismatch" | "invitation_expired" | "invitation_not_found" | "invitation_pending" | "invitation_revoked" | "invitation_used" | "job_disabled" | "job_finalized" | "job_not_runnable" | "job_payload_cleared" | "job_running" | "last_owner" | "last_sign_in_method" | "malformed_body" | "method_not_allowed" | "mfa_not_enabled" | "no_passkeys" | "not_deleted" | "not_found" | "passkey_already_registered" | "passkey_limit_reached" | "passkey_verification_failed" | "password_not_set" | "password_too_common" | "payload_too_large" | "project_name_taken" | "provider_already_linked" | "provider_not_configured" | "provider_unavailable" | "rate_limited" | "redirect_not_allowed" | "registration_closed" | "request_header_fields_too_large" | "request_timeout" | "second_factor_required" | "slug_taken" | "totp_already_enabled" | "totp_setup_not_started" | "unauthenticated" | "unavailable" | "unsupported_media_type" | "validation_failed" | "version_conflict";
         /**
          * @description Problem type; always `about:blank`.
          * @example about:blank
@@ -3645,7 +3649,7 @@ export interface components {
          */
         JobCancelValidationProblemCode: "validation_failed" | "job_finalized";
         /**
-         * @description A 422 Problem whose `code` is `validation_failed` or `job_running`. `errors` names every offending part of the request.
+         * @description A 422 Problem whose `code` is `validation_failed`, `job_running` or `job_payload_cleared`. `errors` names every offending part of the request.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unprocessable Content",
@@ -3675,7 +3679,7 @@ export interface components {
          * @example job_running
          * @enum {string}
          */
-        JobRetryValidationProblemCode: "validation_failed" | "job_running";
+        JobRetryValidationProblemCode: "validation_failed" | "job_running" | "job_payload_cleared";
         /**
          * @description A 400 Problem whose `code` is `malformed_body`.
          * @example {
@@ -12980,9 +12984,10 @@ export interface operations {
             403: components["responses"]["OperatorOnly"];
             404: components["responses"]["NotFound"];
             /**
-             * @description The path parameter does not match the contract (`validation_failed`), or the run is
-             *     `running` and cannot be retried until it stops (`job_running`, located at `path.id`).
-             *     Codes: `validation_failed`, `job_running`.
+             * @description The path parameter does not match the contract (`validation_failed`), the run is
+             *     `running` and cannot be retried until it stops (`job_running`, located at `path.id`),
+             *     or its payload was cleared when it ended (`job_payload_cleared`, located at `path.id`).
+             *     Codes: `validation_failed`, `job_running`, `job_payload_cleared`.
              */
             422: {
                 headers: {

@@ -3,7 +3,7 @@ import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/service';
 import { commonErrors } from '../errors';
 import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
-import { jobFinalized, jobRunning } from './errors';
+import { jobFinalized, jobPayloadCleared, jobRunning } from './errors';
 import * as store from './store';
 
 type By = { actor: Actor; meta: RequestMeta };
@@ -68,11 +68,16 @@ export class JobRunsService {
     return { run: signalled.state === 'running' ? signalled : after, accepted: true };
   }
 
-  /** Makes a waiting or finalized run available now (attempts kept); 422 `job_running` for a running one. */
+  /**
+   * Makes a waiting or finalized run available now (attempts kept); 422 `job_running` for a running
+   * one, 422 `job_payload_cleared` for one whose secret or address was erased when it ended.
+   */
   async retry(id: number, by: By): Promise<store.JobRun> {
     const run = await this.get(id);
     if (run.state === 'running') throw jobRunning(id);
     if (run.state === 'available') return run;
+    const cleared = store.payloadCleared(run);
+    if (cleared) throw jobPayloadCleared(id, cleared);
     const updated = await this.s.transaction(async (tx) => {
       const row = await store.makeAvailable(tx.db, id, tx.now());
       if (row) {

@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import type { ActorKind } from '../audit/store';
 import { prepared, runPrepared } from '../platform/prepared';
 import { deleteInBatches } from '../platform/batches';
+import { ERASED } from './payload-store';
 
 export type JobState = 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded';
 export const JOB_STATES: JobState[] = ['scheduled', 'available', 'running', 'retryable', 'completed', 'cancelled', 'discarded'];
@@ -192,9 +193,18 @@ export async function findOverdue(db: Db, opts: { dueBefore: Date; now: Date; gr
  * A payload may carry secrets for its handler under a top-level `secret` key (a one-time code an
  * email must show): they are removed in the same statement that finalizes the run (completed,
  * cancelled, discarded), so no secret outlives the run that needed it. Only a live run — the one
- * a worker reads when it starts an attempt — still holds them.
+ * a worker reads when it starts an attempt — still holds them. `secret_cleared` says a secret was
+ * there: a retry could not do the run's work again (see `payloadCleared`).
  */
-const withoutSecret = (payload: string) => `case when ${payload} -> 'secret' is not null then ${payload} - 'secret' else ${payload} end`;
+const withoutSecret = (payload: string) =>
+  `case when ${payload} -> 'secret' is not null then ${payload} - 'secret' || '{"secret_cleared": true}'::jsonb else ${payload} end`;
+
+/** Why a finalized run cannot do its work again: its secret, or the address it concerned, was erased. */
+export function payloadCleared(run: JobRun): 'secret' | 'erased' | null {
+  if (run.payload.secret_cleared === true) return 'secret';
+  if (run.payload.to === ERASED) return 'erased';
+  return null;
+}
 
 /** What a worker needs of a run it starts. */
 export type StartedRun = Pick<JobRun, 'id' | 'kind' | 'attempt' | 'maxAttempts' | 'timeoutMs' | 'payload'>;

@@ -53,12 +53,15 @@ it('an operator\'s test mail typed in another case is erased too', async () => {
   const u = await register(email);
   const operator = await register(uniqueEmail('operator'));
   await t.ctx.db('users').where({ id: operator.userId }).update({ is_operator: true });
-  await t.http.post('/ops/mail/test').set('Authorization', operator.auth).send({ to: email.toUpperCase() }).expect(202);
+  const sent = await t.http.post('/ops/mail/test').set('Authorization', operator.auth).send({ to: email.toUpperCase() }).expect(202);
   await allRunsFinal();
   await t.http.delete('/v1/auth/me').set('Authorization', u.auth).send({ password: PASSWORD }).expect(204);
   expect(await rowsHolding('job_runs', email)).toEqual([]);
   expect(await rowsHolding('mail_messages', email)).toEqual([]);
   expect(await rowsHolding('audit_events', email)).toEqual([]);
+  // The erased run cannot be sent again: to nobody.
+  const retried = await t.http.post(`/ops/jobs/runs/${sent.body.job_run_id}/retry`).set('Authorization', operator.auth).expect(422);
+  expect(retried.body.code).toBe('job_payload_cleared');
 });
 
 it('invitation events (created, revoked) lose the invitee\'s address when the invitee deletes the account; the events stay', async () => {

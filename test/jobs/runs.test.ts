@@ -613,14 +613,14 @@ describe('a payload\'s `secret`', () => {
     const run = await enqueue('test.succeeds', { keep: 1, secret });
     await waitForState(run.id, 'completed');
     expect(seen.get(run.id)).toEqual([{ keep: 1, secret }]);
-    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
+    expect(await payloadOf(run.id)).toEqual({ keep: 1, secret_cleared: true });
   });
 
   it('reaches every attempt and is removed when the run is discarded', async () => {
     const run = await enqueue('test.fails', { keep: 1, secret });
     await waitForState(run.id, 'discarded');
     expect(seen.get(run.id)).toEqual([1, 2, 3].map(() => ({ keep: 1, secret })));
-    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
+    expect(await payloadOf(run.id)).toEqual({ keep: 1, secret_cleared: true });
   });
 
   it('stays while the run waits for a retry, and goes when its last attempt fails', async () => {
@@ -630,7 +630,7 @@ describe('a payload\'s `secret`', () => {
     expect(await store.failAttempt(t.ctx.db, run.id, error(1), new Date(t.clock.now.getTime() + 60_000))).toMatchObject({ state: 'retryable', payload: { secret } });
     expect(await startOne(run.id)).toMatchObject({ attempt: 2, payload: { secret } });
     expect(await store.failAttempt(t.ctx.db, run.id, error(2), null)).toMatchObject({ state: 'discarded', payload: {} });
-    expect(await payloadOf(run.id)).toEqual({});
+    expect(await payloadOf(run.id)).toEqual({ secret_cleared: true });
   });
 
   it('is removed when a stalled last attempt discards the run', async () => {
@@ -638,13 +638,13 @@ describe('a payload\'s `secret`', () => {
     await t.ctx.db('job_runs').where({ id: run.id }).update({ state: 'running', attempt: 3, attempted_at: t.clock.now });
     expect(await startOne(run.id)).toBeUndefined();
     expect((await apiRun(run.id)).state).toBe('discarded');
-    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
+    expect(await payloadOf(run.id)).toEqual({ keep: 1, secret_cleared: true });
   });
 
   it('is removed when a waiting run is cancelled', async () => {
     const run = await enqueue('test.succeeds', { keep: 1, secret }, { delayMs: 60_000 });
     await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(200);
-    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
+    expect(await payloadOf(run.id)).toEqual({ keep: 1, secret_cleared: true });
   });
 
   it('is removed when a running run is cancelled', async () => {
@@ -654,7 +654,7 @@ describe('a payload\'s `secret`', () => {
     await t.http.post(`/ops/jobs/runs/${run.id}/cancel`).set('Authorization', auth).expect(202);
     await waitForState(run.id, 'cancelled');
     expect(seen.get(run.id)).toEqual([{ keep: 1, secret }]);
-    expect(await payloadOf(run.id)).toEqual({ keep: 1 });
+    expect(await payloadOf(run.id)).toEqual({ keep: 1, secret_cleared: true });
   });
 });
 

@@ -191,6 +191,26 @@ describe('with an SMTP server', () => {
     expect(await countRuns()).toBe(runsBefore);
   });
 
+  // A retry that could only fail or send nothing useful is refused at once, saying why; one that
+  // can do its work again sends the email again.
+  it('retrying a completed mail sends it again, but a completed code mail answers 422 job_payload_cleared (its code was erased)', async () => {
+    const { body } = await sendTest('again@example.com');
+    await runReaching(t, operator.auth, body.job_run_id, ['completed']);
+    const retried = await t.http.post(`/ops/jobs/runs/${body.job_run_id}/retry`).set('Authorization', operator.auth).expect(200);
+    expect(retried.body.state).toBe('available');
+    await waitFor(async () => smtp.messages.filter((m) => m.to.includes('again@example.com')).length === 2, 15_000, 'the second copy');
+
+    const registered = await t.http.post('/v1/auth/register').send({ email: 'code-mail@example.com', password: 'correct horse battery staple', transport: 'bearer' }).expect(201);
+    expect(registered.body.user.email).toBe('code-mail@example.com');
+    const [codeRun] = await t.ctx.db('job_runs').whereRaw("payload->>'to' = ?", ['code-mail@example.com']);
+    await runReaching(t, operator.auth, codeRun.id, ['completed']);
+    const refused = await t.http.post(`/ops/jobs/runs/${codeRun.id}/retry`).set('Authorization', operator.auth).expect(422);
+    expect(refused.body).toMatchObject({ code: 'job_payload_cleared', errors: [{ location: 'path.id', message: "the run's payload was cleared when it ended" }] });
+    expect(refused.body.detail).toContain('one-time code');
+    expect((await t.ctx.db('job_runs').where({ id: codeRun.id }).first()).state).toBe('completed');
+    expect(await t.ctx.db('audit_events').where({ action: 'ops.job_run.retried', target_id: String(codeRun.id) })).toHaveLength(0);
+  });
+
   it('answers 403 to a signed-in user who is not an operator, and 401 without a session', async () => {
     const user = await signedInUser(t.ctx);
     const runsBefore = await countRuns();
