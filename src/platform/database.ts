@@ -40,10 +40,14 @@ export function createDatabase(target: DatabaseTarget, poolMax: number, logger?:
     ...(timeouts.queryMs ? { query_timeout: timeouts.queryMs } : {}),
     ...(timeouts.statementMs ? { statement_timeout: timeouts.statementMs } : {}),
   });
-  return knex({
+  const db = knex({
     log: { warn: log('warn'), error: log('error'), debug: log('debug'), deprecate: log('warn') },
     client: 'pg',
     connection: typeof target === 'string' ? settings(target) : async () => settings(await target()),
+    // knex puts the failed statement before the driver's message ("BEGIN; - Query read timeout"):
+    // its text only, never the values bound to it, so no email or hash reaches a log line and no
+    // value can pose as a driver's message (dependencies.ts reads what follows " - ").
+    compileSqlOnError: false,
     pool: {
       // min 0: a pool that never holds a dead connection when the database restarts.
       min: 0,
@@ -51,10 +55,27 @@ export function createDatabase(target: DatabaseTarget, poolMax: number, logger?:
       idleTimeoutMillis: 30_000,
       // After a query_timeout the connection still waits for the server's answer (node-postgres
       // keeps the query active): it is not ready for another query, so the pool drops it.
-      validate: (connection: { readyForQuery?: boolean; _ending?: boolean }) => connection.readyForQuery === true && !connection._ending,
+      validate: (connection: PooledConnection) => connection.readyForQuery === true && !connection._ending,
     },
     acquireConnectionTimeout: timeouts.connectMs,
   });
+  // Such a connection is closed as soon as it comes back, not at the next acquire: meanwhile it
+  // would keep its place in a pooler's queue, and a BEGIN the client gave up on (no server
+  // connection to give) would still run once one frees, leaving it inside a transaction that
+  // holds that server connection and that the next request would run in. Likewise one released
+  // inside a transaction, however it came to be.
+  (db.client.pool as { on(event: 'release', listener: (connection: PooledConnection) => void): void }).on('release', (connection) => {
+    if (connection.readyForQuery !== true || (connection.getTransactionStatus?.() ?? 'I') !== 'I') void connection.end?.().catch(() => undefined);
+  });
+  return db;
+}
+
+interface PooledConnection {
+  readyForQuery?: boolean;
+  _ending?: boolean;
+  /** node-postgres: the last ReadyForQuery's status, 'I' idle, 'T' in a transaction, 'E' in a failed one. */
+  getTransactionStatus?(): string | null;
+  end?(): Promise<void>;
 }
 
 export async function migrateLatest(db: Db, logger?: Logger): Promise<string[]> {

@@ -19,8 +19,11 @@ export class DependencyUnavailable extends Error {
 // statement_timeout: class 08 (connection exception) is matched by prefix.
 const DATABASE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
 // node-postgres and knex messages for a connection that could not be made, was lost, or a query
-// that got no answer within query_timeout.
-const DATABASE_MESSAGES = /^(Query read timeout|timeout expired|Connection terminated|Client has encountered a connection error|Client was closed)/;
+// that got no answer within query_timeout. Through knex they follow the statement's text and " - "
+// ("BEGIN; - Query read timeout": a transaction that could not start, a pooler with no server
+// connection to give); the pools compile no bound value into that text (database.ts), and a
+// server's error (which may quote a value) has a SQLSTATE, never one of these.
+const DATABASE_MESSAGES = /(?:^| - )(Query read timeout|timeout expired|Connection terminated|Client has encountered a connection error|Client was closed)/;
 // ioredis: a command with no answer within commandTimeout, no connection (offline queue off), a
 // connection lost with commands pending.
 const REDIS_MESSAGES = /^(Command timed out|Stream isn't writeable|Connection is closed|Reached the max retries per request)/;
@@ -38,7 +41,7 @@ export function unavailableDependency(err: unknown): Dependency | null {
   if (err instanceof DependencyUnavailable) return err.dependency;
   const { code, name = '', message = '' } = err as { code?: unknown; name?: string; message?: string };
   if (name === 'MaxRetriesPerRequestError' || REDIS_MESSAGES.test(message)) return 'redis';
-  if (name === 'KnexTimeoutError' || DATABASE_MESSAGES.test(message)) return 'database';
+  if (name === 'KnexTimeoutError' || (code === undefined && DATABASE_MESSAGES.test(message))) return 'database';
   if (typeof code === 'string' && (DATABASE_STATES.has(code) || code.startsWith('08') || SOCKET_CODES.has(code))) return 'database';
   return null;
 }

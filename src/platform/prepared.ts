@@ -20,6 +20,9 @@ interface PgConnection {
 }
 
 export async function runPrepared<R extends QueryResultRow>(db: Knex | Knex.Transaction, statement: Prepared, values: unknown[]): Promise<R[]> {
+  // As knex refuses a query on a finished transaction: one whose BEGIN failed (timed out, say)
+  // still runs its callback, and this statement would go to the connection outside any transaction.
+  if (db.isTransaction && (db as Knex.Transaction).isCompleted()) throw new Error(`Transaction query already complete (${statement.name})`);
   const connection = (await db.client.acquireConnection()) as PgConnection;
   try {
     return (await connection.query<R>({ name: statement.name, text: statement.text, values })).rows;

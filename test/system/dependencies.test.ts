@@ -12,6 +12,8 @@ describe('unavailableDependency', () => {
   it.each([
     ['a pool wait that timed out', named('Knex: Timeout acquiring a connection. The pool is probably full.', 'KnexTimeoutError'), 'database'],
     ['a query with no answer', new Error('Query read timeout'), 'database'],
+    ['a statement run by knex with no answer (knex puts the statement first)', new Error('BEGIN; - Query read timeout'), 'database'],
+    ['a connection lost under a statement run by knex', new Error('select * from users where email = ? - Connection terminated unexpectedly'), 'database'],
     ['a connection that could not be made in time', new Error('timeout expired'), 'database'],
     ['a connection lost', new Error('Connection terminated unexpectedly'), 'database'],
     ['a refused connection', withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED'), 'database'],
@@ -30,6 +32,7 @@ describe('unavailableDependency', () => {
     ['a unique violation', withCode('duplicate key value violates unique constraint', '23505')],
     ['a programming error', new TypeError("Cannot read properties of undefined (reading 'id')")],
     ['a syntax error in SQL', withCode('syntax error at or near "selec"', '42601')],
+    ['a server error quoting a value that looks like a timeout', withCode('select $1::uuid - invalid input syntax for type uuid: "x - Query read timeout"', '22P02')],
     ['a thrown string', 'boom'],
   ])('not %s', (_what, err) => {
     expect(unavailableDependency(err)).toBeNull();
