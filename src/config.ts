@@ -43,6 +43,14 @@ export interface Config {
    * than `queryMs` so a merely slow statement is cancelled by the server and its connection kept.
    */
   databaseTimeouts: { connectMs: number; queryMs: number; statementMs: number };
+  /**
+   * What sits between requests and PostgreSQL (DATABASE_POOLER): `session`, a direct connection or
+   * a pooler that gives a client one server connection for its life; `transaction`, a pooler
+   * (PgBouncer `pool_mode = transaction`) that may hand each transaction another one, so no
+   * session state is kept: no named prepared statements, no statement_timeout startup parameter
+   * (the role's default carries it, see database-roles.ts).
+   */
+  databasePooler: DatabasePooler;
   dataDir: string;
   embeddedPostgresPort: number;
   redisUrl: string;
@@ -108,6 +116,8 @@ export interface Config {
   build: { version: string; commit: string; builtAt: string | null };
 }
 
+export type DatabasePooler = 'session' | 'transaction';
+
 export class ConfigError extends Error {}
 
 type Env = Record<string, string | undefined>;
@@ -152,6 +162,12 @@ function databaseTimeouts(env: Env): Config['databaseTimeouts'] {
     throw new ConfigError(`DATABASE_STATEMENT_TIMEOUT_MS (${statementMs}) must be below DATABASE_QUERY_TIMEOUT_MS (${queryMs}): the server cancels a slow statement first and keeps the connection`);
   }
   return { connectMs: positive(env, 'DATABASE_CONNECT_TIMEOUT_MS', 1_000), queryMs, statementMs };
+}
+
+function databasePooler(raw: string | undefined): DatabasePooler {
+  if (raw === undefined || raw === '' || raw === 'none' || raw === 'session') return 'session';
+  if (raw === 'transaction') return 'transaction';
+  throw new ConfigError(`DATABASE_POOLER must be session (or none: a direct connection) or transaction, got "${raw}"`);
 }
 
 function httpTimeouts(env: Env): Config['http'] {
@@ -239,6 +255,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseApp: { url: env.DATABASE_APP_URL || null, role: roleName(env.DATABASE_APP_ROLE || 'tenant_api_app') },
     databasePoolMax: int(env, 'DATABASE_POOL_MAX', 10),
     databaseTimeouts: databaseTimeouts(env),
+    databasePooler: databasePooler(env.DATABASE_POOLER),
     dataDir: path.resolve(env.DATA_DIR ?? '.data'),
     embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329),
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',

@@ -12,7 +12,7 @@
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { createDatabase, hasTable, migrateLatest, type Db } from './platform/database';
-import { appDatabase, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from './platform/database-roles';
+import { appDatabase, assertSubjectToPolicies, checkStatementTimeout, DatabaseRoleError, provisionAppRole } from './platform/database-roles';
 import { embeddedDatabaseExists, embeddedUrl, runningEmbeddedPort, startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
 import { createRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
@@ -74,7 +74,7 @@ async function openDatabase(config: Config, logger: Logger): Promise<{ owner: Db
   return {
     // Migrations may take long: only the connection is bounded.
     owner: createDatabase(url, 1, logger, { connectMs: config.databaseTimeouts.connectMs }),
-    db: createDatabase(appDatabase(config, url), config.databasePoolMax, logger, config.databaseTimeouts),
+    db: createDatabase(appDatabase(config, url), config.databasePoolMax, logger, config.databaseTimeouts, config.databasePooler),
     embedded,
     label,
   };
@@ -105,6 +105,7 @@ async function migrateWhenReachable(app: AppContext, owner: Db, stopped: () => b
     try {
       await prepareDatabase(owner, app.config, app.logger);
       await assertSubjectToPolicies(app.db);
+      await checkStatementTimeout(app.db, app.config, app.logger);
       await owner.destroy();
       await applyOperatorEmails(app);
       app.state.databaseReady = true;

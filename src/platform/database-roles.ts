@@ -109,6 +109,10 @@ export async function provisionAppRole(owner: Db, config: Config, logger?: Logge
       );
     }
     if (!rows.length) logger?.info('database role created for requests', { role });
+    if (config.databasePooler === 'transaction') {
+      const { rows: here } = await owner.raw<{ rows: { db: string }[] }>('select current_database() as db');
+      await roleStatement(owner, `alter role ${ident} in database ${escapeIdentifier(here[0]!.db)} set statement_timeout = ${config.databaseTimeouts.statementMs}`);
+    }
   }
   await owner.raw(`
     grant usage on schema public to ${ident};
@@ -116,6 +120,30 @@ export async function provisionAppRole(owner: Db, config: Config, logger?: Logge
     grant usage, select, update on all sequences in schema public to ${ident};
     revoke all on knex_migrations, knex_migrations_lock, app_role_credentials from ${ident};
   `);
+}
+
+/**
+ * Behind a transaction pooler no startup parameter carries statement_timeout (PgBouncer refuses
+ * it): the role's default does, which PostgreSQL applies when the pooler opens a server connection.
+ * provisionAppRole sets it for the role the service manages; for a role an operator manages
+ * (DATABASE_APP_URL), this says when it is missing or not below the client's query timeout. Only
+ * a warning: the client's own bound still answers 503 in time, but the server would run on a
+ * statement nobody waits for.
+ */
+export async function checkStatementTimeout(db: Db, config: Config, logger: Logger): Promise<void> {
+  if (config.databasePooler !== 'transaction') return;
+  const { rows } = await db.raw<{ rows: { role: string; ms: number }[] }>(
+    "select current_user as role, setting::int as ms from pg_settings where name = 'statement_timeout'",
+  );
+  const { role, ms } = rows[0]!;
+  const { queryMs, statementMs } = config.databaseTimeouts;
+  if (ms > 0 && ms < queryMs) return;
+  logger.warn('the database role requests use has no statement_timeout below DATABASE_QUERY_TIMEOUT_MS: behind a transaction pooler it must be its default', {
+    role,
+    statement_timeout_ms: ms,
+    database_query_timeout_ms: queryMs,
+    fix: `ALTER ROLE ${escapeIdentifier(role)} SET statement_timeout = ${statementMs}`,
+  });
 }
 
 /**

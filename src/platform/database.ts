@@ -1,6 +1,7 @@
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
 import { migrationSource } from '../../db/migrations';
+import type { DatabasePooler } from '../config';
 import type { Logger } from '../logger';
 
 // Timestamps come back as Date objects (timestamptz); bigint counts as numbers (they stay far below 2^53).
@@ -30,15 +31,20 @@ export const connectionString = (target: DatabaseTarget): Promise<string> => (ty
 /**
  * A pool whose every wait is bounded (see DatabaseTimeouts): no request hangs on a database that
  * stopped answering. The owner's pool (migrations) passes only `connectMs`.
+ *
+ * `pooler`: `transaction` when the connections go through a transaction pooler, which refuses a
+ * statement_timeout startup parameter and may give each transaction another server connection:
+ * then none is sent (the role's default bounds statements on the server) and runPrepared sends no
+ * named statements (see usesTransactionPooler).
  */
-export function createDatabase(target: DatabaseTarget, poolMax: number, logger?: Logger, timeouts: DatabaseTimeouts = { connectMs: 3_000 }): Db {
+export function createDatabase(target: DatabaseTarget, poolMax: number, logger?: Logger, timeouts: DatabaseTimeouts = { connectMs: 3_000 }, pooler: DatabasePooler = 'session'): Db {
   const log = (level: 'warn' | 'error' | 'debug') => (message: unknown) => logger?.[level]('knex', { message: String(message) });
   const settings = (connectionString: string) => ({
     connectionString,
     application_name: 'tenant-api',
     connectionTimeoutMillis: timeouts.connectMs,
     ...(timeouts.queryMs ? { query_timeout: timeouts.queryMs } : {}),
-    ...(timeouts.statementMs ? { statement_timeout: timeouts.statementMs } : {}),
+    ...(timeouts.statementMs && pooler === 'session' ? { statement_timeout: timeouts.statementMs } : {}),
   });
   const db = knex({
     log: { warn: log('warn'), error: log('error'), debug: log('debug'), deprecate: log('warn') },
@@ -58,7 +64,8 @@ export function createDatabase(target: DatabaseTarget, poolMax: number, logger?:
       validate: (connection: PooledConnection) => connection.readyForQuery === true && !connection._ending,
     },
     acquireConnectionTimeout: timeouts.connectMs,
-  });
+    [POOLER]: pooler,
+  } as Knex.Config);
   // Such a connection is closed as soon as it comes back, not at the next acquire: meanwhile it
   // would keep its place in a pooler's queue, and a BEGIN the client gave up on (no server
   // connection to give) would still run once one frees, leaving it inside a transaction that
@@ -76,6 +83,16 @@ interface PooledConnection {
   /** node-postgres: the last ReadyForQuery's status, 'I' idle, 'T' in a transaction, 'E' in a failed one. */
   getTransactionStatus?(): string | null;
   end?(): Promise<void>;
+}
+
+const POOLER = 'tenantApiPooler';
+
+/**
+ * Whether `db` (a pool, or a transaction of one) goes through a transaction pooler: its statements
+ * must not rely on anything living longer than one transaction on the server connection.
+ */
+export function usesTransactionPooler(db: Knex | Knex.Transaction): boolean {
+  return (db.client.config as Record<string, unknown>)[POOLER] === 'transaction';
 }
 
 export async function migrateLatest(db: Db, logger?: Logger): Promise<string[]> {

@@ -1,9 +1,11 @@
 // Hot statements (a request's session lookup, the job workers' batched writes) as named prepared
 // statements on knex's own connections: no query building per call, and Postgres parses and plans
-// each statement once per connection instead of on every execution. Inside a transaction the
+// each statement once per connection instead of on every execution (not behind a transaction
+// pooler: there they are sent unnamed, see runPrepared). Inside a transaction the
 // statement runs on the transaction's connection (knex's transaction client hands out only that).
 import type { Knex } from 'knex';
 import type { QueryResultRow } from 'pg';
+import { usesTransactionPooler } from './database';
 
 /** A statement with a fixed text (placeholders $1…$n) and a name unique in the process. */
 export interface Prepared {
@@ -16,7 +18,7 @@ export function prepared(name: string, text: string): Prepared {
 }
 
 interface PgConnection {
-  query<R extends QueryResultRow>(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }>;
+  query<R extends QueryResultRow>(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: R[] }>;
 }
 
 export async function runPrepared<R extends QueryResultRow>(db: Knex | Knex.Transaction, statement: Prepared, values: unknown[]): Promise<R[]> {
@@ -25,7 +27,10 @@ export async function runPrepared<R extends QueryResultRow>(db: Knex | Knex.Tran
   if (db.isTransaction && (db as Knex.Transaction).isCompleted()) throw new Error(`Transaction query already complete (${statement.name})`);
   const connection = (await db.client.acquireConnection()) as PgConnection;
   try {
-    return (await connection.query<R>({ name: statement.name, text: statement.text, values })).rows;
+    // Behind a transaction pooler the next statement may meet another server connection, where
+    // this name is unknown or another client's: unnamed, parsed on each execution.
+    const query = usesTransactionPooler(db) ? { text: statement.text, values } : { name: statement.name, text: statement.text, values };
+    return (await connection.query<R>(query)).rows;
   } finally {
     await db.client.releaseConnection(connection);
   }

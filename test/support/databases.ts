@@ -1,7 +1,7 @@
 // Test databases on the real PostgreSQL: one migrated template per run, cloned per test file.
 import { randomBytes } from 'node:crypto';
 import knex from 'knex';
-import { loadConfig } from '../../src/config';
+import { loadConfig, type Config } from '../../src/config';
 import { createDatabase, migrateLatest } from '../../src/platform/database';
 import { provisionAppRole } from '../../src/platform/database-roles';
 
@@ -39,6 +39,16 @@ export async function migrateAndGrant(url: string): Promise<void> {
   try {
     await migrateLatest(owner);
     await provisionAppRole(owner, loadConfig({ NODE_ENV: 'test', DATABASE_URL: url }));
+  } finally {
+    await owner.destroy();
+  }
+}
+
+/** As the service does at start for the role requests use: its grants (and, when managed, the role itself). */
+export async function grantAppRole(config: Config): Promise<void> {
+  const owner = createDatabase(config.databaseUrl!, 1);
+  try {
+    await provisionAppRole(owner, config);
   } finally {
     await owner.destroy();
   }

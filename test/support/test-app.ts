@@ -10,6 +10,7 @@ import { createLogger, type Logger } from '../../src/logger';
 import { randomUUID } from 'node:crypto';
 import { createDatabase } from '../../src/platform/database';
 import { appDatabase } from '../../src/platform/database-roles';
+import { grantAppRole } from './databases';
 import { createRedis } from '../../src/platform/redis';
 import { buildAppContext } from '../../src/app-context-factory';
 import type { JobKind } from '../../src/jobs/kinds';
@@ -52,6 +53,11 @@ export interface TestAppOptions {
    * the template: migrated and granted here, and left alone by `close`.
    */
   databaseUrl?: string;
+  /**
+   * Requests through a transaction pooler (e.g. a test's PgBouncer): DATABASE_APP_URL is
+   * `pooler(database)` for the clone's name, with DATABASE_POOLER=transaction.
+   */
+  pooler?: (database: string) => string;
 }
 
 export async function startTestApp(overrides: Partial<Record<string, string>> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -68,11 +74,14 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     DATABASE_QUERY_TIMEOUT_MS: '20000',
     REDIS_CONNECT_TIMEOUT_MS: '10000',
     REDIS_COMMAND_TIMEOUT_MS: '10000',
+    ...(name && options.pooler ? { DATABASE_APP_URL: options.pooler(name), DATABASE_POOLER: 'transaction' } : {}),
     ...overrides,
   });
+  // A role an operator manages (DATABASE_APP_URL) gets its grants on this clone, as at a start.
+  if (name && config.databaseApp.url) await grantAppRole(config);
   const logger = options.logger ?? createLogger(config.logLevel);
   // Requests run as the application role, as in production (row-level security applies).
-  const db = createDatabase(appDatabase(config, config.databaseUrl!), 5, logger, config.databaseTimeouts);
+  const db = createDatabase(appDatabase(config, config.databaseUrl!), 5, logger, config.databaseTimeouts, config.databasePooler);
   const redis = createRedis(config.redisUrl, config.redisTimeouts);
   const clock = {
     now: new Date(),
@@ -108,7 +117,7 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
   const ctx = buildAppContext({
     config,
     logger: t.ctx.logger,
-    db: createDatabase(appDatabase(config, config.databaseUrl!), 2, undefined, config.databaseTimeouts),
+    db: createDatabase(appDatabase(config, config.databaseUrl!), 2, undefined, config.databaseTimeouts, config.databasePooler),
     redis: createRedis(config.redisUrl, config.redisTimeouts),
     now: t.ctx.now,
     extraJobKinds: options.jobKinds,
