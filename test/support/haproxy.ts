@@ -81,18 +81,18 @@ export class Haproxy {
     });
   }
 
-  /** `show stat` of the backend's servers: name → status (UP, DOWN, "UP 1/2", MAINT…). */
-  async serverStatus(): Promise<Map<string, string>> {
+  /** `show stat` of the backend's servers, one record per server (haproxy's CSV columns: svname, status, hrsp_2xx…). */
+  async servers(): Promise<Record<string, string>[]> {
     const [header, ...rows] = (await this.command('show stat')).trim().split('\n');
     const columns = header!.replace(/^# /, '').split(',');
-    const at = (name: string) => columns.indexOf(name);
-    const states = new Map<string, string>();
-    for (const row of rows) {
-      const fields = row.split(',');
-      if (fields[at('pxname')] !== 'api' || ['FRONTEND', 'BACKEND'].includes(fields[at('svname')]!)) continue;
-      states.set(fields[at('svname')]!, fields[at('status')]!);
-    }
-    return states;
+    return rows
+      .map((row) => Object.fromEntries(row.split(',').map((value, i) => [columns[i], value])))
+      .filter((r) => r.pxname === 'api' && !['FRONTEND', 'BACKEND'].includes(r.svname));
+  }
+
+  /** Each server's status as haproxy's checks see it: name → UP, DOWN, "UP 1/2", MAINT… */
+  async serverStatus(): Promise<Map<string, string>> {
+    return new Map((await this.servers()).map((r) => [r.svname!, r.status!]));
   }
 
   /** Waits until haproxy's own health checks show `server` as `status` (UP or DOWN). */
