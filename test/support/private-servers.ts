@@ -10,7 +10,7 @@ import { freePort } from './ports';
 import { waitFor } from './wait';
 
 /** A server process the test may signal, with every process it forked. */
-abstract class PrivateServer {
+export abstract class PrivateServer {
   protected child: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
 
