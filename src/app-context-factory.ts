@@ -48,8 +48,7 @@ export function buildAppContext(parts: {
   reportRedisConnection(parts.redis, app.dependencies);
   app.jobs = new JobSystem<AppContext>({
     db: parts.db,
-    redisUrl: parts.config.redisUrl,
-    redisTimeouts: parts.config.redisTimeouts,
+    redis: parts.config.redis,
     dependencies: app.dependencies,
     reapplyQueueStates: () => app.services.queues.reapplyStates(),
     prefix: `${parts.config.redisPrefix}bull`,

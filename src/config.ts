@@ -1,6 +1,7 @@
 // The one place that reads configuration. Everything else receives a Config.
 import fs from 'node:fs';
 import path from 'node:path';
+import { redisConfig, type RedisConfig } from './platform/redis';
 import { deriveKey, HmacKeyRing } from './platform/secret-keys';
 import { defaultsFromEnvironment, type SettingKey, type SettingValue } from './settings/catalog';
 import { setVariables, socialConfig, type KnownVariable, type SocialConfig } from './system/provider-config';
@@ -53,11 +54,14 @@ export interface Config {
   databasePooler: DatabasePooler;
   dataDir: string;
   embeddedPostgresPort: number;
-  redisUrl: string;
+  /**
+   * Where Redis is (one server, or the master a Sentinel group names), its passwords, and how long
+   * a request waits on it (to connect, for one command's answer). Connections are built from it by
+   * `redisConnectionOptions` (platform/redis.ts), never from a bare URL.
+   */
+  redis: RedisConfig;
   /** Prefix for every Redis key, so several deployments (or test runs) can share one Redis. */
   redisPrefix: string;
-  /** How long a request waits on Redis: to connect, and for one command's answer. */
-  redisTimeouts: { connectMs: number; commandMs: number };
   /**
    * Node's server limits: a client must send its headers within `headersTimeoutMs` and its whole
    * request within `requestTimeoutMs`; an idle keep-alive connection closes after `keepAliveTimeoutMs`.
@@ -170,6 +174,15 @@ function databasePooler(raw: string | undefined): DatabasePooler {
   throw new ConfigError(`DATABASE_POOLER must be session (or none: a direct connection) or transaction, got "${raw}"`);
 }
 
+function redis(env: Env): RedisConfig {
+  const timeouts = { connectMs: positive(env, 'REDIS_CONNECT_TIMEOUT_MS', 1_000), commandMs: positive(env, 'REDIS_COMMAND_TIMEOUT_MS', 500) };
+  try {
+    return redisConfig(env, timeouts);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
 function httpTimeouts(env: Env): Config['http'] {
   const headersTimeoutMs = positive(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000);
   const requestTimeoutMs = positive(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000);
@@ -258,9 +271,8 @@ export function loadConfig(env: Env = process.env): Config {
     databasePooler: databasePooler(env.DATABASE_POOLER),
     dataDir: path.resolve(env.DATA_DIR ?? '.data'),
     embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329),
-    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redis: redis(env),
     redisPrefix: env.REDIS_PREFIX ?? 'tenant-api:',
-    redisTimeouts: { connectMs: positive(env, 'REDIS_CONNECT_TIMEOUT_MS', 1_000), commandMs: positive(env, 'REDIS_COMMAND_TIMEOUT_MS', 500) },
     http: httpTimeouts(env),
     trustProxy: trustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'silent' : 'info'),

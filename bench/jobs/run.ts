@@ -83,6 +83,9 @@ async function main(): Promise<void> {
   const prefix = `bench:${id}:`;
   const config = loadConfig({ ...process.env, NODE_ENV: 'test', DATABASE_URL: adminUrl(database), REDIS_PREFIX: prefix, LOG_LEVEL: 'warn' });
   const logger = createLogger(config.logLevel);
+  // The bare BullMQ side and the clean-up take a URL: the benchmark runs against one Redis.
+  const redisUrl = config.redis.url;
+  if (!redisUrl) throw new Error('bench:jobs needs one Redis (REDIS_URL), not a Sentinel group');
 
   let ctx: AppContext | null = null;
   let probe: Knex | null = null;
@@ -98,7 +101,7 @@ async function main(): Promise<void> {
       }
       await probe?.destroy();
       if (dbCreated) await asAdmin(`drop database if exists "${database}" with (force)`);
-      const keys = await deleteKeys(config.redisUrl, prefix);
+      const keys = await deleteKeys(redisUrl, prefix);
       console.log(`cleaned up: dropped ${database}, deleted ${keys} Redis keys under ${prefix}`);
     })());
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -113,7 +116,7 @@ async function main(): Promise<void> {
     dbCreated = true;
     const db = createDatabase(config.databaseUrl!, config.databasePoolMax, logger);
     await migrateLatest(db, logger);
-    ctx = buildAppContext({ config, logger, db, redis: createRedis(config.redisUrl, config.redisTimeouts), extraJobKinds: [noopKind] });
+    ctx = buildAppContext({ config, logger, db, redis: createRedis(config.redis), extraJobKinds: [noopKind] });
     ctx.state.databaseReady = true;
     probe = knex({ client: 'pg', connection: config.databaseUrl!, pool: { min: 1, max: 1 } });
     await ctx.jobs.init();
@@ -131,7 +134,7 @@ async function main(): Promise<void> {
     );
 
     const bare = (name: string, n: number) =>
-      measureBare({ redisUrl: config.redisUrl, prefix: `${prefix}bare-${name}`, queue: 'default', n, batch: opts.batch, producers: opts.producers, concurrency });
+      measureBare({ redisUrl, prefix: `${prefix}bare-${name}`, queue: 'default', n, batch: opts.batch, producers: opts.producers, concurrency });
     if (opts.warmup > 0) {
       await measureOurs(ctx, probe, { ...opts, n: opts.warmup });
       await bare('warmup', opts.warmup);

@@ -2,9 +2,9 @@
 // Redis is down (the outbox keeps the run and the sweeper retries), a Queue per queue name, and
 // the BullMQ job of a run.
 import { Queue } from 'bullmq';
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 import { DependencyUnavailable } from '../platform/dependencies';
-import { redisOptions, type RedisTimeouts } from '../platform/redis';
+import { failFast, openRedis, type RedisConfig } from '../platform/redis';
 import { QUEUES } from './config';
 import type { JobRun } from './store';
 
@@ -29,9 +29,9 @@ export class BullQueues {
   /** Also carries the cross-instance signals (publish, cancel marks). */
   readonly producer: Redis;
 
-  constructor(redisUrl: string, readonly prefix: string, timeouts: RedisTimeouts) {
+  constructor(redis: RedisConfig, readonly prefix: string) {
     // Bounded like the requests' connection: a request's hand-over after its commit never hangs.
-    this.producer = new Redis(redisUrl, { ...redisOptions(timeouts), lazyConnect: true });
+    this.producer = openRedis(redis, { ...failFast(redis.timeouts), lazyConnect: true });
     this.producer.on('error', () => undefined); // reported by the job system (see system.ts)
     this.producer.connect().catch(() => undefined);
     for (const name of QUEUES) {

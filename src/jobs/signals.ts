@@ -1,8 +1,9 @@
 // Signals between instances, over Redis: "cancel this running run" (BullMQ's cancelJob only
 // reaches its own worker, so the request is broadcast to whichever instance runs it) and "a job
 // definition changed" (every instance reloads its configs; workers re-apply schedules).
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 import type { Logger } from '../logger';
+import { openRedis, type RedisConfig } from '../platform/redis';
 import { errorMessage } from './errors';
 import type { JobTiming } from './timing';
 
@@ -10,7 +11,7 @@ const CANCEL_CHANNEL = 'jobs:cancel';
 const CONFIG_CHANNEL = 'jobs:config';
 
 export interface SignalsDeps {
-  redisUrl: string;
+  redis: RedisConfig;
   prefix: string;
   /** The producer connection (publish and cancel marks fail fast while Redis is down). */
   producer: Redis;
@@ -29,7 +30,7 @@ export class Signals {
 
   /** Listens for the signals of every instance (API or worker). */
   subscribe(): void {
-    const subscriber = new Redis(this.deps.redisUrl, { maxRetriesPerRequest: null });
+    const subscriber = openRedis(this.deps.redis, { maxRetriesPerRequest: null });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined);
     subscriber.on('message', (channel: string, message: string) => {

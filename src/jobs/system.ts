@@ -8,7 +8,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import { reportRedisConnection, type DependencyReporter } from '../platform/dependencies';
-import type { RedisTimeouts } from '../platform/redis';
+import type { RedisConfig } from '../platform/redis';
 import type { Actor, RequestMeta } from '../audit/store';
 import { BullQueues } from './bull';
 import { effectiveConfig, type JobConfig, type QueueName } from './config';
@@ -26,8 +26,8 @@ export { bullJobId } from './bull';
 
 export interface JobSystemOptions<App> {
   db: Knex;
-  redisUrl: string;
-  redisTimeouts: RedisTimeouts;
+  /** Every connection of the job system (producer, workers, signals) is built from it. */
+  redis: RedisConfig;
   dependencies: DependencyReporter;
   /**
    * Writes the queue pause flags PostgreSQL records into Redis: at `init` and whenever the
@@ -62,11 +62,11 @@ export class JobSystem<App = unknown> {
   private initialised = false;
 
   constructor(private readonly opts: JobSystemOptions<App>) {
-    const { db, redisUrl, prefix, registry, logger, now } = opts;
+    const { db, redis, prefix, registry, logger, now } = opts;
     const timing = (this.timing = { ...DEFAULT_TIMING, ...opts.timing });
     for (const kind of registry.all()) this.configs.set(kind.name, kind.defaults);
     const configOf = (kind: string) => this.configOf(kind);
-    this.bull = new BullQueues(redisUrl, prefix, opts.redisTimeouts);
+    this.bull = new BullQueues(redis, prefix);
     this.watchProducer();
     this.relay = new OutboxRelay({ db, bull: this.bull, registry, configOf, logger, now, timing, dependencies: opts.dependencies });
     this.schedules = new Schedules({
@@ -79,7 +79,7 @@ export class JobSystem<App = unknown> {
       },
     });
     this.signals = new Signals({
-      redisUrl,
+      redis,
       prefix,
       producer: this.bull.producer,
       logger,

@@ -13,6 +13,7 @@ import { backoffDelay, type JobTiming } from './timing';
 import { WriteBatcher } from './write-batcher';
 import { bullJobId } from './bull';
 import { isConnectionFailure } from '../platform/dependencies';
+import { redisConnectionOptions } from '../platform/redis';
 
 /** What the job system was built with (its timing resolved), and the two parts workers call. */
 export type WorkersDeps<App> = Omit<JobSystemOptions<App>, 'timing'> & {
@@ -45,7 +46,7 @@ export class Workers<App> {
     const { logger } = this.deps;
     for (const name of QUEUES) {
       const worker = new Worker(name, (job, _token, signal) => this.process(job, signal), {
-        connection: { url: this.deps.redisUrl, maxRetriesPerRequest: null } as any,
+        connection: { ...redisConnectionOptions(this.deps.redis), maxRetriesPerRequest: null },
         prefix: this.deps.prefix,
         concurrency: this.deps.concurrency[name],
       });

@@ -25,8 +25,9 @@ const DATABASE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
 // server's error (which may quote a value) has a SQLSTATE, never one of these.
 const DATABASE_MESSAGES = /(?:^| - )(Query read timeout|timeout expired|Connection terminated|Client has encountered a connection error|Client was closed)/;
 // ioredis: a command with no answer within commandTimeout, no connection (offline queue off), a
-// connection lost with commands pending.
-const REDIS_MESSAGES = /^(Command timed out|Stream isn't writeable|Connection is closed|Reached the max retries per request)/;
+// connection lost with commands pending, no Sentinel answering; and a write that reached a primary
+// a failover has just demoted (the connection then reconnects to the new master).
+const REDIS_MESSAGES = /^(Command timed out|Stream isn't writeable|Connection is closed|Reached the max retries per request|All sentinels are unreachable|READONLY )/;
 // Node's socket errors: which dependency they come from is not in the error; the database is the
 // only one whose driver surfaces them to callers (ioredis reports them on its 'error' event).
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN']);

@@ -3,6 +3,7 @@
 // strings lose their credentials.
 import type { Config } from '../config';
 import type { MailDescription } from '../mail/mailer';
+import { describeRedis } from '../platform/redis';
 import { PROVIDER_VARIABLES } from './provider-config';
 
 export type ConfigValue = string | number | boolean | null;
@@ -54,10 +55,13 @@ export function configView(config: Config, mail: MailDescription): Record<string
     database_connect_timeout_ms: config.databaseTimeouts.connectMs,
     database_query_timeout_ms: config.databaseTimeouts.queryMs,
     database_statement_timeout_ms: config.databaseTimeouts.statementMs,
-    redis_url: withoutCredentials(config.redisUrl),
+    // With Sentinel: redis+sentinel://<the sentinels>/<master name>.
+    redis_url: config.redis.url ? withoutCredentials(config.redis.url) : describeRedis(config.redis),
+    redis_password: presence(config.redis.password !== null),
+    redis_sentinel_password: presence(config.redis.sentinel?.password != null),
     redis_prefix: config.redisPrefix,
-    redis_connect_timeout_ms: config.redisTimeouts.connectMs,
-    redis_command_timeout_ms: config.redisTimeouts.commandMs,
+    redis_connect_timeout_ms: config.redis.timeouts.connectMs,
+    redis_command_timeout_ms: config.redis.timeouts.commandMs,
     http_headers_timeout_ms: config.http.headersTimeoutMs,
     http_request_timeout_ms: config.http.requestTimeoutMs,
     http_keep_alive_timeout_ms: config.http.keepAliveTimeoutMs,

@@ -109,8 +109,7 @@ describe('schedules in BullMQ', () => {
     const make = () =>
       new JobSystem<AppContext>({
         db: t.ctx.db,
-        redisUrl: t.ctx.config.redisUrl,
-        redisTimeouts: t.ctx.config.redisTimeouts,
+        redis: t.ctx.config.redis,
         dependencies: t.ctx.dependencies,
         prefix: `${t.ctx.config.redisPrefix}bull`,
         registry: new JobRegistry(jobKinds),

@@ -229,7 +229,7 @@ describe('a producer whose Redis goes away and comes back', () => {
   let api: AppContext;
   let closeApi: () => Promise<void>;
   beforeAll(async () => {
-    const target = new URL(t.ctx.config.redisUrl);
+    const target = new URL(t.ctx.config.redis.url!);
     proxy = new RedisProxy(await freePort(), { host: target.hostname, port: Number(target.port || 6379) });
     ({ ctx: api, close: closeApi } = await startPeer(t, { redisUrl: `redis://127.0.0.1:${proxy.port}`, jobKinds: kinds }));
   });

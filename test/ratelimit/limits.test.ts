@@ -10,7 +10,7 @@ import { AppError } from '../../src/errors';
 import { waitFor } from '../support/wait';
 
 const config = loadConfig({ NODE_ENV: 'test', REDIS_PREFIX: `test:limits:${randomBytes(4).toString('hex')}:`, RATE_LIMIT_STEP_UP_PER_15_MINUTES: '2' });
-const redis = createRedis(config.redisUrl);
+const redis = createRedis(config.redis);
 // The environment's defaults only (no database: nothing overrides them here).
 const settings = { get: (key: any) => config.settingDefaults.values[key as keyof typeof config.settingDefaults.values] } as Pick<RuntimeSettings, 'get'>;
 const limits = new Limits(redis, config.redisPrefix, settings);

@@ -182,7 +182,7 @@ describe('a change reaches every instance', () => {
   });
 
   it('without Redis, through the periodic reload', async () => {
-    const deadRedis = createRedis(`redis://127.0.0.1:${await freePort()}`, { connectMs: 200, commandMs: 200 });
+    const deadRedis = createRedis(loadConfig({ REDIS_URL: `redis://127.0.0.1:${await freePort()}`, REDIS_CONNECT_TIMEOUT_MS: '200', REDIS_COMMAND_TIMEOUT_MS: '200' }).redis);
     const isolated = new RuntimeSettings({ defaults: t.ctx.config.settingDefaults.values, db: () => t.ctx.db, redis: deadRedis, channel: 'unused', logger: t.ctx.logger, reloadMs: 100 });
     await isolated.start();
     try {

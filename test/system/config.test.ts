@@ -64,3 +64,53 @@ describe('second factors and passkeys', () => {
     expect(loadConfig({ PORT: '4000' }).webauthn).toMatchObject({ rpId: 'localhost', origins: ['http://localhost:4000'] });
   });
 });
+
+describe('redis: one server or a Sentinel group', () => {
+  const timeouts = { connectMs: 1_000, commandMs: 500 };
+
+  it('one server by default, REDIS_PASSWORD beside the URL', () => {
+    expect(loadConfig({}).redis).toEqual({ url: 'redis://127.0.0.1:6379', sentinel: null, username: null, password: null, timeouts });
+    expect(loadConfig({ REDIS_URL: 'rediss://cache:6380/2', REDIS_PASSWORD: 'pw' }).redis).toMatchObject({ url: 'rediss://cache:6380/2', password: 'pw' });
+  });
+
+  it('REDIS_SENTINELS and REDIS_SENTINEL_NAME, with the data nodes’ and the Sentinels’ passwords', () => {
+    const env = { REDIS_SENTINELS: 's1:26379, s2 ,[::1]:26380', REDIS_SENTINEL_NAME: 'main', REDIS_PASSWORD: 'data', REDIS_SENTINEL_PASSWORD: 'watch' };
+    expect(loadConfig(env).redis).toEqual({
+      url: null,
+      sentinel: {
+        sentinels: [
+          { host: 's1', port: 26379 },
+          { host: 's2', port: 26379 },
+          { host: '::1', port: 26380 },
+        ],
+        name: 'main',
+        password: 'watch',
+        db: 0,
+      },
+      username: null,
+      password: 'data',
+      timeouts,
+    });
+  });
+
+  it('a redis+sentinel:// REDIS_URL: credentials of the data nodes, Sentinels, master name, database', () => {
+    expect(loadConfig({ REDIS_URL: 'redis+sentinel://app:p%40ss@s1:26379,s2:26380/main/3', REDIS_SENTINEL_PASSWORD: 'watch' }).redis).toEqual({
+      url: null,
+      sentinel: { sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }], name: 'main', password: 'watch', db: 3 },
+      username: 'app',
+      password: 'p@ss',
+      timeouts,
+    });
+    expect(loadConfig({ REDIS_URL: 'redis+sentinel://s1', REDIS_SENTINEL_NAME: 'main' }).redis.sentinel).toMatchObject({ sentinels: [{ host: 's1', port: 26379 }], name: 'main' });
+  });
+
+  it('refuses a Sentinel setting that would be ignored, or two answers to where Redis is', () => {
+    expect(() => loadConfig({ REDIS_SENTINEL_NAME: 'main' })).toThrow(new ConfigError('REDIS_SENTINEL_NAME is set but no Sentinel is: set REDIS_SENTINELS, or a redis+sentinel:// REDIS_URL'));
+    expect(() => loadConfig({ REDIS_SENTINEL_PASSWORD: 'watch' })).toThrow(/REDIS_SENTINEL_PASSWORD is set but no Sentinel is/);
+    expect(() => loadConfig({ REDIS_SENTINELS: 's1:26379' })).toThrow(/REDIS_SENTINELS needs REDIS_SENTINEL_NAME/);
+    expect(() => loadConfig({ REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'main', REDIS_URL: 'redis://cache:6379' })).toThrow(/not both/);
+    expect(() => loadConfig({ REDIS_SENTINELS: 's1:port', REDIS_SENTINEL_NAME: 'main' })).toThrow(/"s1:port" is not a Sentinel address/);
+    expect(() => loadConfig({ REDIS_URL: 'redis+sentinel://s1:26379' })).toThrow(/ends with the master name/);
+    expect(() => loadConfig({ REDIS_URL: 'redis+sentinel://s1:26379/main', REDIS_SENTINEL_NAME: 'other' })).toThrow(/names the master "main" and REDIS_SENTINEL_NAME "other"/);
+  });
+});
