@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { adminDb, databaseUrl, migrateAndGrant } from './databases';
+import { pooledSuite, startSuitePooler } from './pgbouncer';
 
 export default async function globalSetup(): Promise<void> {
   const runId = `t${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
@@ -14,4 +15,6 @@ export default async function globalSetup(): Promise<void> {
   await migrateAndGrant(databaseUrl(template));
   process.env.TEST_RUN_ID = runId;
   process.env.TEST_TEMPLATE_DB = template;
+  // Read by global teardown (the same process): stops PgBouncer and drops its role.
+  if (pooledSuite()) (globalThis as { stopSuitePooler?: () => Promise<void> }).stopSuitePooler = await startSuitePooler();
 }

@@ -10,4 +10,5 @@ export default async function globalTeardown(): Promise<void> {
   } finally {
     await admin.destroy();
   }
+  await (globalThis as { stopSuitePooler?: () => Promise<void> }).stopSuitePooler?.();
 }

@@ -149,3 +149,59 @@ function systemUser(name: string): { uid: number; gid: number } {
   const gid = Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }).trim());
   return { uid, gid };
 }
+
+// ---------------------------------------------------------------------------------------------
+// TEST_DATABASE_POOLER=pgbouncer: the suite (or the files named on the command line) with every
+// test app's requests through one PgBouncer in transaction mode, started by global setup. Fewer
+// server connections per database than a test app's pool holds, so clients really share them.
+
+const SUITE_POOL_SIZE = 3;
+/** The test apps' statement bound (DATABASE_QUERY_TIMEOUT_MS 20000 − 100): the pooled role's default. */
+const SUITE_STATEMENT_TIMEOUT_MS = 19_900;
+
+export const pooledSuite = () => process.env.TEST_DATABASE_POOLER === 'pgbouncer';
+
+/** Global setup: PgBouncer and its role; their coordinates go to the test workers through the environment. */
+export async function startSuitePooler(): Promise<() => Promise<void>> {
+  const role = await createPooledRole(SUITE_STATEMENT_TIMEOUT_MS, `${process.env.TEST_RUN_ID}_pooled`);
+  const bouncer = await PgBouncer.start({
+    users: { [role.name]: role.password },
+    defaultPoolSize: SUITE_POOL_SIZE,
+    maxClientConn: 500,
+    settings: { stats_users: role.name },
+  });
+  Object.assign(process.env, { TEST_PGBOUNCER_PORT: String(bouncer.port), TEST_PGBOUNCER_USER: role.name, TEST_PGBOUNCER_PASSWORD: role.password });
+  // After global teardown has dropped the run's databases (a role with privileges cannot be dropped).
+  return async () => {
+    try {
+      // Evidence in the run's output that the requests did go through the pooler.
+      const { databases, transactions } = await carried(bouncer, role);
+      console.log(`PgBouncer (pool_mode = transaction, default_pool_size = ${SUITE_POOL_SIZE}) carried ${transactions} transactions for ${databases} test databases`);
+    } finally {
+      await bouncer.stop();
+      await role.drop();
+    }
+  };
+}
+
+async function carried(bouncer: PgBouncer, role: { name: string; password: string }): Promise<{ databases: number; transactions: number }> {
+  const admin = new Client({ connectionString: bouncer.url(role.name, role.password, 'pgbouncer') });
+  await admin.connect();
+  try {
+    const rows = (await admin.query('SHOW STATS')).rows.filter((r) => r.database !== 'pgbouncer');
+    return { databases: rows.length, transactions: rows.reduce((n, r) => n + Number(r.total_xact_count), 0) };
+  } finally {
+    await admin.end();
+  }
+}
+
+/** The settings that send a test app's requests through the run's PgBouncer (none unless TEST_DATABASE_POOLER=pgbouncer). */
+export function pooledSuiteSettings(database: string): Record<string, string> {
+  if (!pooledSuite()) return {};
+  const { TEST_PGBOUNCER_PORT: port, TEST_PGBOUNCER_USER: user, TEST_PGBOUNCER_PASSWORD: password } = process.env;
+  if (!port || !user || !password) throw new Error('TEST_DATABASE_POOLER=pgbouncer, but global setup started no PgBouncer');
+  return {
+    DATABASE_APP_URL: `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`,
+    DATABASE_POOLER: 'transaction',
+  };
+}

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { createDatabase } from '../../src/platform/database';
 import { appDatabase } from '../../src/platform/database-roles';
 import { grantAppRole } from './databases';
+import { pooledSuiteSettings } from './pgbouncer';
 import { createRedis } from '../../src/platform/redis';
 import { buildAppContext } from '../../src/app-context-factory';
 import type { JobKind } from '../../src/jobs/kinds';
@@ -74,6 +75,8 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
     DATABASE_QUERY_TIMEOUT_MS: '20000',
     REDIS_CONNECT_TIMEOUT_MS: '10000',
     REDIS_COMMAND_TIMEOUT_MS: '10000',
+    // TEST_DATABASE_POOLER=pgbouncer: requests through the run's PgBouncer (transaction mode).
+    ...(name ? pooledSuiteSettings(name) : {}),
     ...(name && options.pooler ? { DATABASE_APP_URL: options.pooler(name), DATABASE_POOLER: 'transaction' } : {}),
     ...overrides,
   });
