@@ -181,23 +181,24 @@ interface Target {
   label: string;
   url: string;
   requestsFile: string;
-  /** The service's processes: their CPU time per request is reported. */
-  processes: Server[];
+  /** The service's processes, by role: their CPU time per request is reported. */
+  processes: Record<string, Server[]>;
   databaseUrl: string;
-  runs: { r: MixedResult; cpuMs: number }[];
+  runs: { r: MixedResult; cpuMs: Record<string, number> }[];
 }
 
 async function measure(t: Target, seconds: number, connections: number): Promise<MixedResult> {
-  const cpu = () => t.processes.reduce((sum, p) => sum + cpuMs(p.child.pid!, 0), 0);
+  const cpu = () => Object.fromEntries(Object.entries(t.processes).map(([role, ps]) => [role, ps.reduce((sum, p) => sum + cpuMs(p.child.pid!, 0), 0)]));
   const before = cpu();
   const r = await runMixed(t.url, t.requestsFile, connections, seconds);
-  t.runs.push({ r, cpuMs: cpu() - before });
+  const after = cpu();
+  t.runs.push({ r, cpuMs: Object.fromEntries(Object.keys(after).map((role) => [role, after[role]! - before[role]!])) });
   return r;
 }
 
 /** A target's runs added up: rate over the whole time, latency percentiles of the run at the median rate. */
 function summarise(t: Target) {
-  const rows = t.runs.map(({ r, cpuMs: c }) => ({ ...wrkSummary(r), cpuMs: c, statuses: r.statuses, r }));
+  const rows = t.runs.map(({ r, cpuMs: c }) => ({ ...wrkSummary(r), statuses: r.statuses, r }));
   const requests = rows.reduce((n, row) => n + row.requests, 0);
   const seconds = t.runs.reduce((n, { r }) => n + r.duration_us / 1e6, 0);
   const mid = [...rows].sort((a, b) => a.rps - b.rps)[Math.floor((rows.length - 1) / 2)]!;
@@ -209,7 +210,8 @@ function summarise(t: Target) {
     rps: requests / seconds,
     p50ms: mid.p50ms,
     p99ms: Math.max(...rows.map((row) => row.p99ms)),
-    cpuUs: (rows.reduce((n, row) => n + row.cpuMs, 0) * 1000) / Math.max(1, requests),
+    /** CPU time per request of each role's node processes, in µs. */
+    cpuUs: Object.fromEntries(Object.keys(t.processes).map((role) => [role, (t.runs.reduce((n, run) => n + run.cpuMs[role]!, 0) * 1000) / Math.max(1, requests)])),
     statuses,
     socketErrors,
   };
@@ -314,12 +316,12 @@ async function main(): Promise<void> {
       return file;
     };
     const targets: Target[] = [
-      { label: 'direct: 1 instance', url: direct.url, requestsFile: listFile('direct', directAccounts), processes: [direct], databaseUrl: directDbUrl, runs: [] },
+      { label: 'direct: 1 instance', url: direct.url, requestsFile: listFile('direct', directAccounts), processes: { instance: [direct] }, databaseUrl: directDbUrl, runs: [] },
       {
         label: `topology: haproxy → ${opts.apis} instances`,
         url: proxy.url,
         requestsFile: listFile('topology', topologyAccounts),
-        processes: [...apis, ...workers],
+        processes: { 'API instances': apis, workers },
         databaseUrl: topologyDbUrl,
         runs: [],
       },
@@ -351,11 +353,12 @@ async function main(): Promise<void> {
     for (const { t, s } of summaries) {
       const non2xx = Object.values(s.statuses).reduce((n, c) => n + c, 0);
       const detail = [Object.entries(s.statuses).map(([status, n]) => `${n}× ${status}`).join(', '), s.socketErrors ? `${s.socketErrors} socket errors` : ''].filter(Boolean).join('; ') || 'none';
-      console.log(`${t.label.padEnd(34)} ${fmtRate(s.rps).padStart(8)} ${s.p50ms.toFixed(1).padStart(8)} ${s.p99ms.toFixed(1).padStart(8)} ${s.cpuUs.toFixed(0).padStart(16)}  ${String(non2xx + s.socketErrors).padStart(7)}  ${detail}`);
+      console.log(`${t.label.padEnd(34)} ${fmtRate(s.rps).padStart(8)} ${s.p50ms.toFixed(1).padStart(8)} ${s.p99ms.toFixed(1).padStart(8)} ${Object.values(s.cpuUs).reduce((a, b) => a + b, 0).toFixed(0).padStart(16)}  ${String(non2xx + s.socketErrors).padStart(7)}  ${detail}`);
     }
     const [d, topo] = summaries.map(({ s }) => s);
     console.log(`\ntopology / direct: ${(topo!.rps / d!.rps).toFixed(2)}× the requests per second, p99 ${(topo!.p99ms / d!.p99ms).toFixed(2)}× (p99: the worst run's)`);
     console.log(`answers per instance (haproxy): ${shares.join(', ')}`);
+    for (const { t, s } of summaries) console.log(`node CPU per request, ${t.label}: ${Object.entries(s.cpuUs).map(([role, us]) => `${role} ${us.toFixed(0)} µs`).join(', ')}`);
     for (const t of targets) {
       const mail = await mailBacklog(t.databaseUrl);
       const left = mail.total - (mail.byState.completed ?? 0);
