@@ -11,7 +11,7 @@ import { assertMatchesContract } from '../support/contract-validator';
 import { killAll, request, waitFor, type Answer, type Proc } from '../support/processes';
 import { deploymentEnv, startInstance, startWorker, type Instance } from '../support/topology';
 
-jest.setTimeout(120_000);
+jest.setTimeout(180_000);
 
 /** An SMTP server that accepts every message, except those to addresses it is told to hold. */
 class Smtp {
@@ -94,6 +94,8 @@ const waitForState = (id: number, state: string, ms = 20_000) => waitFor(`run ${
 /** The worker whose SMTP server holds a message to `to` (the one running its run). */
 const holderOf = (to: string) => waitFor(`a worker to hold the mail to ${to}`, () => workers.find((w) => w.smtp.held.some((h) => h.to === to)), 20_000);
 const loggedBy = (w: { proc: Proc }, message: string, runId: number) => w.proc.logs().filter((l) => l.message === message && l.run_id === runId).length;
+/** A worker logs an attempt's end just after writing it: the row may say so a moment before the log does. */
+const waitForLog = (what: string, check: () => boolean) => waitFor(what, async () => check(), 5_000);
 
 beforeAll(async () => {
   dbName = await cloneTemplateDatabase();
@@ -127,6 +129,8 @@ it('runs each run once: a burst of test mails is shared by both workers, every m
 
   const sent = workers.flatMap((w) => w.smtp.accepted.filter((a) => a.startsWith('once-')));
   expect(sent.sort()).toEqual([...to].sort());
+  const completions = () => workers.reduce((n, w) => n + ids.reduce((m, id) => m + loggedBy(w, 'job completed', id), 0), 0);
+  await waitForLog('a log line per completed run', () => completions() >= ids.length);
   const completedBy = workers.map((w) => ids.filter((id) => loggedBy(w, 'job completed', id) > 0));
   expect(completedBy.flat().sort()).toEqual([...ids].sort()); // each run completed by one worker, once
   expect(completedBy.map((c) => c.length).every((n) => n > 0)).toBe(true); // and the work was shared
@@ -147,6 +151,7 @@ it('cancel, sent to the API instance, stops the run on the worker that holds it;
   expect(cancel.status).toBe(202); // accepted: signalled to whichever process runs it
   expect(cancel.body.state).toBe('running');
   expect(await waitForState(id, 'cancelled')).toMatchObject({ attempt: 1 });
+  await waitForLog('the holder to log the cancel', () => loggedBy(holder, 'job cancelled while running', id) > 0);
   for (const w of workers) expect(loggedBy(w, 'job cancelled while running', id)).toBe(w === holder ? 1 : 0);
 
   // The worker stopped waiting for the send, but nodemailer has no way to abort a message in
@@ -169,10 +174,13 @@ it('re-delivers the run of a worker killed mid-run (SIGKILL) to the other worker
 
   process.kill(-holder.proc.child.pid!, 'SIGKILL'); // no shutdown, no goodbye to Redis or PostgreSQL
   await holder.proc.exit;
-  // BullMQ's stalled-job check (lock 30 s, checked every 30 s) hands the job to the survivor.
-  const done = await waitForState(id, 'completed', 100_000);
+  // BullMQ's stalled-job check hands the job to the survivor: the dead worker's lock lapses within
+  // 30 s, and a check that finds it lapsed comes every 30 s, one may be skipped as the dead worker
+  // had just made one: 60–90 s at worst.
+  const done = await waitForState(id, 'completed', 150_000);
   expect(done).toMatchObject({ attempt: 2, errors: [{ attempt: 1, message: 'the worker running this attempt stopped before it finished' }] });
   expect(survivor.smtp.accepted.filter((a) => a === to)).toEqual([to]);
   expect(holder.smtp.accepted.filter((a) => a === to)).toEqual([]);
+  await waitForLog('the survivor to log the completion', () => loggedBy(survivor, 'job completed', id) > 0);
   expect(loggedBy(survivor, 'job completed', id)).toBe(1);
 });
