@@ -136,7 +136,7 @@ afterAll(async () => {
 });
 
 it('replaces each of three instances behind haproxy under load: every request answered, none failed, no connection error', async () => {
-  const env = deploymentEnv(databaseUrl(dbName), { RUN_WORKERS: 'false', SHUTDOWN_DELAY_MS: String(SHUTDOWN_DELAY_MS) });
+  const env = deploymentEnv(databaseUrl(dbName), { SHUTDOWN_DELAY_MS: String(SHUTDOWN_DELAY_MS) });
   let instances: Instance[] = await Promise.all(['api1', 'api2', 'api3'].map((name) => startInstance(name, env)));
   proxy = await Haproxy.start(instances, { checkIntervalMs: CHECK_INTERVAL_MS });
   for (const i of instances) await proxy.waitForStatus(i.name, 'UP');
