@@ -28,6 +28,8 @@ export interface PgBouncerOptions {
   users: Record<string, string>;
   /** Extra `key = value` lines for the [pgbouncer] section. */
   settings?: Record<string, string | number>;
+  /** The PostgreSQL it forwards to (a URL; only host and port are read): by default the tests' server. */
+  upstream?: string;
 }
 
 export class PgBouncer {
@@ -43,7 +45,7 @@ export class PgBouncer {
   static async start(options: PgBouncerOptions): Promise<PgBouncer> {
     const user = process.getuid?.() === 0 ? systemUser('postgres') : null;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgbouncer-'));
-    const upstream = new URL(adminUrl());
+    const upstream = new URL(options.upstream ?? adminUrl());
     const settings: Record<string, string | number> = {
       listen_addr: '127.0.0.1',
       listen_port: await freePort(),
