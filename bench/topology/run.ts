@@ -250,12 +250,15 @@ async function main(): Promise<void> {
     for (const part of parts) await part.stop();
     if (directDatabase) await scratch.admin.raw(`drop database if exists "${directDatabase}" with (force)`);
   });
+  const finish = async () => {
+    await scratch.cleanup();
+    for (const part of parts) await part.afterDrop?.();
+  };
   // Bounded: whatever hangs, the run ends (and cleans up) within this.
   const budgetMs = (2 * (opts.seconds + opts.warmup) + 300) * 1000 + MAIL_DRAIN_MS * 2;
   const watchdog = setTimeout(() => {
     console.error(`the benchmark took longer than ${budgetMs / 1000} s: stopping`);
-    process.exitCode = 1;
-    scratch.cleanup().finally(() => process.exit(1));
+    finish().finally(() => process.exit(1));
   }, budgetMs);
   watchdog.unref();
 
@@ -368,8 +371,7 @@ async function main(): Promise<void> {
     if (loadNow > os.cpus().length) console.log(`note: load average ${loadNow.toFixed(1)} on ${os.cpus().length} CPUs: other processes competed for the CPU`);
   } finally {
     clearTimeout(watchdog);
-    await scratch.cleanup();
-    for (const part of parts) await part.afterDrop?.();
+    await finish();
   }
 }
 
