@@ -121,6 +121,9 @@ class Load {
   }
 }
 
+/** A request line of the load's (haproxy's health checks are logged too). */
+const isClientRequest = (l: Record<string, any>) => l.message === 'request' && l.route !== '/readyz';
+
 let dbName: string;
 let db: Knex;
 let proxy: Haproxy | null = null;
@@ -137,7 +140,7 @@ afterAll(async () => {
 
 it('replaces each of three instances behind haproxy under load: every request answered, none failed, no connection error', async () => {
   const env = deploymentEnv(databaseUrl(dbName), { SHUTDOWN_DELAY_MS: String(SHUTDOWN_DELAY_MS) });
-  let instances: Instance[] = await Promise.all(['api1', 'api2', 'api3'].map((name) => startInstance(name, env)));
+  const instances: Instance[] = await Promise.all(['api1', 'api2', 'api3'].map((name) => startInstance(name, env)));
   proxy = await Haproxy.start(instances, { checkIntervalMs: CHECK_INTERVAL_MS });
   for (const i of instances) await proxy.waitForStatus(i.name, 'UP');
 
@@ -153,7 +156,7 @@ it('replaces each of three instances behind haproxy under load: every request an
     instances[n] = instance;
     await proxy.waitForStatus(instance.name, 'UP');
     // The new process takes its share before the next one goes.
-    await waitFor(`${instance.name} (new) to serve requests`, () => instance.proc.logs().some((l) => l.message === 'request'), 20_000);
+    await waitFor(`${instance.name} (new) to serve requests`, () => instance.proc.logs().some(isClientRequest), 20_000);
   }
   await load.stop();
 
@@ -164,7 +167,7 @@ it('replaces each of three instances behind haproxy under load: every request an
   const servedWhileLeaving = olds.map((old) => {
     const logs = old.proc.logs();
     const from = logs.findIndex((l) => String(l.message).startsWith('shutting down'));
-    return logs.slice(from).filter((l) => l.message === 'request').length;
+    return logs.slice(from).filter(isClientRequest).length;
   });
   console.log(`rolling deploy: ${load.outcomes.length} requests, ${failed.length} failed`, { servedBy, servedWhileLeaving, byError });
 
