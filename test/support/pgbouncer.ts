@@ -7,7 +7,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -48,7 +47,6 @@ export class PgBouncer {
     const upstream = new URL(options.upstream ?? adminUrl());
     const settings: Record<string, string | number> = {
       listen_addr: '127.0.0.1',
-      listen_port: await freePort(),
       unix_socket_dir: '',
       auth_type: 'scram-sha-256',
       auth_file: path.join(dir, 'userlist.txt'),
@@ -62,20 +60,33 @@ export class PgBouncer {
       log_disconnections: 0,
       ...options.settings,
     };
-    const ini = [
-      '[databases]',
-      `* = host=${upstream.hostname} port=${upstream.port || 5432}`,
-      '[pgbouncer]',
-      ...Object.entries(settings).map(([key, value]) => `${key} = ${value}`),
-      '',
-    ].join('\n');
     const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
-    fs.writeFileSync(path.join(dir, 'pgbouncer.ini'), ini);
     fs.writeFileSync(path.join(dir, 'userlist.txt'), Object.entries(options.users).map(([name, password]) => `${quote(name)} ${quote(password)}\n`).join(''), { mode: 0o600 });
-    if (user) for (const file of ['', 'pgbouncer.ini', 'userlist.txt']) fs.chownSync(path.join(dir, file), user.uid, user.gid);
-    const bouncer = new PgBouncer(Number(settings.listen_port), dir, user);
-    await bouncer.start();
-    return bouncer;
+    // A free port may be taken by another process before PgBouncer binds it: then another port.
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      const ini = [
+        '[databases]',
+        `* = host=${upstream.hostname} port=${upstream.port || 5432}`,
+        '[pgbouncer]',
+        `listen_port = ${port}`,
+        ...Object.entries(settings).map(([key, value]) => `${key} = ${value}`),
+        '',
+      ].join('\n');
+      fs.writeFileSync(path.join(dir, 'pgbouncer.ini'), ini);
+      fs.rmSync(path.join(dir, 'pgbouncer.log'), { force: true });
+      if (user) for (const file of ['', 'pgbouncer.ini', 'userlist.txt']) fs.chownSync(path.join(dir, file), user.uid, user.gid);
+      const bouncer = new PgBouncer(port, dir, user);
+      try {
+        await bouncer.start();
+        return bouncer;
+      } catch (err) {
+        if (attempt >= 3 || !/Address already in use/.test(bouncer.log())) {
+          fs.rmSync(dir, { recursive: true, force: true });
+          throw err;
+        }
+      }
+    }
   }
 
   /** A connection string through PgBouncer. */
@@ -96,7 +107,12 @@ export class PgBouncer {
     const child = spawn(PGBOUNCER, [path.join(this.dir, 'pgbouncer.ini')], { detached: true, stdio: 'ignore', ...(this.user ?? {}) });
     this.child = child;
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    await waitFor(`pgbouncer on port ${this.port}`, () => (this.child?.exitCode === null ? acceptsConnections(this.port) : Promise.reject(new Error(`pgbouncer exited:\n${this.log()}`))), 10_000);
+    // Its own word that it bound the port (a connection accepted there might be another process's).
+    const listening = `listening on 127.0.0.1:${this.port}`;
+    await waitFor(`pgbouncer on port ${this.port}`, async () => {
+      if (child.exitCode !== null) throw new Error(`pgbouncer exited:\n${this.log()}`);
+      return this.log().includes(listening);
+    }, 10_000);
   }
 
   /** Stops PgBouncer (SIGTERM: at once, closing every connection) and removes its files. */
@@ -133,17 +149,6 @@ async function asAdmin(sql: string): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-function acceptsConnections(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 function systemUser(name: string): { uid: number; gid: number } {
