@@ -139,7 +139,9 @@ defaults
   timeout client 30s
   timeout server 30s
   timeout http-keep-alive 10s
-  timeout check ${inter}ms
+  # A busy but healthy instance may take a while to answer its check; a stopping one answers
+  # 503 at once, so a longer check timeout does not slow its removal down.
+  timeout check ${2 * inter}ms
   # haproxy retries a failed connection 3 times by default (and retry-on / option redispatch
   # would resend requests elsewhere): a closed listener would then cost a little latency, not a
   # failed request, and the test could not see it. No retries: every failure reaches the client.
@@ -158,7 +160,7 @@ backend api
   option httpchk GET /readyz
   http-check expect status 200
   # One failed check takes a server out, one passing check puts it back: the instance's
-  # SHUTDOWN_DELAY_MS must cover one interval plus one check's timeout (2 × inter here).
+  # SHUTDOWN_DELAY_MS must cover one interval plus one check's timeout (3 × inter here).
   default-server check inter ${inter}ms fall 1 rise 1
 ${backends.map((b) => `  server ${b.name} 127.0.0.1:${b.port}`).join('\n')}
 `;

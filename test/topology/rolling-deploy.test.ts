@@ -18,8 +18,8 @@ const PASSWORD = 'correct horse battery staple';
 const CLIENTS = 6;
 /** haproxy checks every second and takes a server out after one failed check (fall 1). */
 const CHECK_INTERVAL_MS = 1_000;
-/** Covers one check interval plus one check's timeout, with room for a loaded machine. */
-const SHUTDOWN_DELAY_MS = 3 * CHECK_INTERVAL_MS;
+/** Covers one check interval plus one check's timeout (2 intervals), with a second to spare. */
+const SHUTDOWN_DELAY_MS = 4 * CHECK_INTERVAL_MS;
 
 interface Outcome {
   op: string;
