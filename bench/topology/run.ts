@@ -196,9 +196,9 @@ async function measure(t: Target, seconds: number, connections: number): Promise
   return r;
 }
 
-/** A target's runs added up: rate over the whole time, latency percentiles of the run at the median rate. */
+/** A target's runs added up: the rate over their whole time, p50 of the run at the median rate, p99 of the worst run. */
 function summarise(t: Target) {
-  const rows = t.runs.map(({ r, cpuMs: c }) => ({ ...wrkSummary(r), statuses: r.statuses, r }));
+  const rows = t.runs.map(({ r }) => ({ ...wrkSummary(r), statuses: r.statuses, r }));
   const requests = rows.reduce((n, row) => n + row.requests, 0);
   const seconds = t.runs.reduce((n, { r }) => n + r.duration_us / 1e6, 0);
   const mid = [...rows].sort((a, b) => a.rps - b.rps)[Math.floor((rows.length - 1) / 2)]!;
