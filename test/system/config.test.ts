@@ -10,6 +10,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ JOB_CONCURRENCY_MAIL: '0' })).toThrow(new ConfigError('JOB_CONCURRENCY_MAIL must be at least 1, got "0"'));
     expect(() => loadConfig({ JOB_CONCURRENCY_DEFAULT: 'many' })).toThrow(ConfigError);
   });
+
+  it('DATABASE_POOLER: session (also unset or none) or transaction; anything else is refused, naming the values', () => {
+    expect([undefined, 'none', 'session', 'transaction'].map((v) => loadConfig({ DATABASE_POOLER: v }).databasePooler)).toEqual(['session', 'session', 'session', 'transaction']);
+    expect(() => loadConfig({ DATABASE_POOLER: 'statement' })).toThrow(new ConfigError('DATABASE_POOLER must be session (or none: a direct connection) or transaction, got "statement"'));
+  });
 });
 
 describe('in production', () => {
