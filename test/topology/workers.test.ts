@@ -90,7 +90,11 @@ async function sendTestMail(to: string): Promise<number> {
 }
 
 const run = async (id: number) => (await ops('GET', `/ops/jobs/runs/${id}`)).body;
-const waitForState = (id: number, state: string, ms = 20_000) => waitFor(`run ${id} ${state}`, async () => ((await run(id)).state === state ? run(id) : null), ms);
+const waitForState = (id: number, state: string, ms = 20_000) =>
+  waitFor(`run ${id} ${state}`, async () => {
+    const now = await run(id);
+    return now.state === state ? now : null;
+  }, ms);
 /** The worker whose SMTP server holds a message to `to` (the one running its run). */
 const holderOf = (to: string) => waitFor(`a worker to hold the mail to ${to}`, () => workers.find((w) => w.smtp.held.some((h) => h.to === to)), 20_000);
 const loggedBy = (w: { proc: Proc }, message: string, runId: number) => w.proc.logs().filter((l) => l.message === message && l.run_id === runId).length;
