@@ -42,6 +42,9 @@ export function unavailableDependency(err: unknown): Dependency | null {
   if (err instanceof DependencyUnavailable) return err.dependency;
   const { code, name = '', message = '' } = err as { code?: unknown; name?: string; message?: string };
   if (name === 'MaxRetriesPerRequestError' || REDIS_MESSAGES.test(message)) return 'redis';
+  // A MULTI refused as a whole because its commands were (READONLY, no connection): theirs is the cause.
+  const { previousErrors } = err as { previousErrors?: unknown };
+  if (message.startsWith('EXECABORT') && Array.isArray(previousErrors) && previousErrors.some((e) => unavailableDependency(e) === 'redis')) return 'redis';
   if (name === 'KnexTimeoutError' || (code === undefined && DATABASE_MESSAGES.test(message))) return 'database';
   if (typeof code === 'string' && (DATABASE_STATES.has(code) || code.startsWith('08') || SOCKET_CODES.has(code))) return 'database';
   return null;

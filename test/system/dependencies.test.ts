@@ -24,6 +24,9 @@ describe('unavailableDependency', () => {
     ['Redis not connected', new Error("Stream isn't writeable and enableOfflineQueue options is false"), 'redis'],
     ['Redis retries spent', named('Reached the max retries per request limit (which is 1).', 'MaxRetriesPerRequestError'), 'redis'],
     ['our own refusal', new DependencyUnavailable('redis', 'redis is not reachable (reconnecting)'), 'redis'],
+    ['a write to a primary a failover demoted', named("READONLY You can't write against a read only replica.", 'ReplyError'), 'redis'],
+    ['a MULTI refused for a demoted primary', Object.assign(named('EXECABORT Transaction discarded because of previous errors.', 'ReplyError'), { previousErrors: [new Error("READONLY You can't write against a read only replica.")] }), 'redis'],
+    ['no Sentinel answering', new Error('All sentinels are unreachable. Retrying from scratch after 200ms.'), 'redis'],
   ])('%s', (_what, err, dependency) => {
     expect(unavailableDependency(err)).toBe(dependency);
   });
@@ -34,6 +37,7 @@ describe('unavailableDependency', () => {
     ['a syntax error in SQL', withCode('syntax error at or near "selec"', '42601')],
     ['a server error quoting a value that looks like a timeout', withCode('select $1::uuid - invalid input syntax for type uuid: "x - Query read timeout"', '22P02')],
     ['a thrown string', 'boom'],
+    ['a MULTI refused for a command of ours', Object.assign(named('EXECABORT Transaction discarded because of previous errors.', 'ReplyError'), { previousErrors: [new Error("ERR wrong number of arguments for 'incr' command")] })],
   ])('not %s', (_what, err) => {
     expect(unavailableDependency(err)).toBeNull();
   });
