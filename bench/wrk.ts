@@ -3,7 +3,8 @@
 // summary line at the end.
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { pinned, runForJsonLine } from './processes';
+import { cpuMs, pinned, runForJsonLine } from './processes';
+import { fmtRate } from './rounds';
 
 /** What report.lua prints: times in microseconds; errors: wrk's socket errors, timeouts and answers of status 400 or more. */
 export interface WrkResult {
@@ -62,4 +63,35 @@ export function wrkSummary(r: WrkResult): { rps: number; p50ms: number; p99ms: n
     requests: r.requests,
     errors: e.connect + e.read + e.write + e.status + e.timeout,
   };
+}
+
+/** A server measured under wrk: its label, and its process, whose CPU time per request is reported beside the rate. */
+export interface MeasuredTarget extends WrkTarget {
+  label: string;
+  pid: number;
+}
+
+export interface MeasuredRow {
+  label: string;
+  rps: number;
+  /** CPU time of the server process (all its threads) per request: steadier than req/s when other load shares the machine. */
+  cpuUs: number;
+  p50ms: number;
+  p99ms: number;
+  requests: number;
+  errors: number;
+  note?: string;
+}
+
+/** One wrk run against `t`, with the server's CPU time per request (0 where /proc cannot be read). */
+export async function runMeasured(t: MeasuredTarget, seconds: number): Promise<MeasuredRow> {
+  const before = cpuMs(t.pid, 0);
+  const r = await runWrk(t, seconds);
+  return { label: t.label, cpuUs: ((cpuMs(t.pid, 0) - before) * 1000) / Math.max(1, r.requests), ...wrkSummary(r) };
+}
+
+export function printMeasured(r: MeasuredRow, labelWidth: number): void {
+  console.log(
+    `    ${r.label.padEnd(labelWidth)} ${fmtRate(r.rps).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  CPU ${r.cpuUs.toFixed(0)} µs/req${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`,
+  );
 }

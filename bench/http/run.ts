@@ -27,9 +27,9 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { adminUrl, openScratch } from '../scratch';
 import { parseOptions } from '../options';
-import { cpuMs, cpuPinning, pinByDefault, runForJsonLine, sleep, type Server } from '../processes';
+import { cpuPinning, pinByDefault, runForJsonLine, sleep, type Server } from '../processes';
 import { buildService, profileService, startBareServer, startService } from '../service';
-import { checkWrk, runWrk, wrkRate, wrkSummary, type WrkTarget } from '../wrk';
+import { checkWrk, printMeasured, runMeasured, runWrk, wrkRate, type MeasuredRow, type MeasuredTarget } from '../wrk';
 import { fmtRate, median, medianBy, medianRow, rotate } from '../rounds';
 import { loadConfig, projectRoot } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -72,35 +72,9 @@ function parseArgs(argv: string[]): Options {
 // ---------------------------------------------------------------------------------------------
 // Load
 
-interface Target extends WrkTarget {
-  label: string;
-  /** The server process, whose CPU time per request is reported beside the rate. */
-  pid: number;
-}
-
-interface Row {
-  label: string;
-  rps: number;
-  /** CPU time of the server process (all its threads) per request: steadier than req/s when other load shares the machine. */
-  cpuUs: number;
-  p50ms: number;
-  p99ms: number;
-  requests: number;
-  errors: number;
-  note?: string;
-}
-
-async function runMeasured(t: Target, seconds: number): Promise<Row> {
-  // CPU time of the server process (0 where /proc cannot be read).
-  const before = cpuMs(t.pid, 0);
-  const r = await runWrk(t, seconds);
-  const cpuMsUsed = cpuMs(t.pid, 0) - before;
-  return { label: t.label, cpuUs: (cpuMsUsed * 1000) / Math.max(1, r.requests), ...wrkSummary(r) };
-}
-
-function printRow(r: Row): void {
-  console.log(`    ${r.label.padEnd(34)} ${fmtRate(r.rps).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  CPU ${r.cpuUs.toFixed(0)} µs/req${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`);
-}
+type Target = MeasuredTarget;
+type Row = MeasuredRow;
+const printRow = (r: Row) => printMeasured(r, 34);
 
 /** Sends `n` requests one after another (keep-alive) and returns how many database transactions they caused. */
 async function transactionsPerRequest(url: string, headers: Record<string, string>, n: number, xacts: () => Promise<number>): Promise<number> {

@@ -31,9 +31,9 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { adminUrl, openScratch } from '../scratch';
 import { parseOptions } from '../options';
-import { cpuMs, cpuPinning, pinByDefault, type Server } from '../processes';
+import { cpuPinning, pinByDefault, type Server } from '../processes';
 import { buildService, startService } from '../service';
-import { checkWrk, runWrk, wrkSummary, type WrkTarget } from '../wrk';
+import { checkWrk, printMeasured, runMeasured, runWrk, type MeasuredRow, type MeasuredTarget } from '../wrk';
 import { fmtRate, median, medianBy, medianRow, rotate } from '../rounds';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -77,31 +77,9 @@ function parseArgs(argv: string[]): Options {
   });
 }
 
-interface Target extends WrkTarget {
-  label: string;
-  pid: number;
-}
-
-interface Row {
-  label: string;
-  rps: number;
-  cpuUs: number;
-  p50ms: number;
-  p99ms: number;
-  requests: number;
-  errors: number;
-}
-
-async function runMeasured(t: Target, seconds: number): Promise<Row> {
-  const before = cpuMs(t.pid, 0);
-  const r = await runWrk(t, seconds);
-  return { label: t.label, cpuUs: ((cpuMs(t.pid, 0) - before) * 1000) / Math.max(1, r.requests), ...wrkSummary(r) };
-}
-
-const printRow = (r: Row) =>
-  console.log(
-    `    ${r.label.padEnd(40)} ${fmtRate(r.rps).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  CPU ${r.cpuUs.toFixed(0)} µs/req${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`,
-  );
+type Target = MeasuredTarget;
+type Row = MeasuredRow;
+const printRow = (r: Row) => printMeasured(r, 40);
 
 // ---------------------------------------------------------------------------------------------
 // The statement bound, at the SQL level: `clients` connections through PgBouncer, each running
