@@ -5,6 +5,7 @@ import supertest from 'supertest';
 import type { Express } from 'express';
 import { cloneTemplateDatabase, databaseUrl, dropDatabase, migrateAndGrant } from './databases';
 import { assertMatchesContract } from './contract-validator';
+import { apiClient, type ApiClient } from './api-client';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
 import { randomUUID } from 'node:crypto';
@@ -23,6 +24,8 @@ export interface TestApp {
   ctx: AppContext;
   server: Express;
   http: ContractClient;
+  /** The same app through a client typed from the contract (api-client.ts), checked alike. */
+  api: ApiClient;
   /** Moves the injectable clock. */
   clock: { now: Date; advance(ms: number): void };
   close(): Promise<void>;
@@ -94,14 +97,16 @@ export async function startTestApp(overrides: Partial<Record<string, string>> = 
   };
   const ctx = buildAppContext({ config, logger, db, redis, now: () => clock.now, extraJobKinds: options.jobKinds, jobTiming: options.jobTiming });
   ctx.state.databaseReady = true;
-  await ctx.settings.start();
+  await ctx.runtimeSettings.start();
   await ctx.jobs.init();
   if (options.workers) await ctx.jobs.startWorkers();
   const server = createApp(ctx);
+  const http = contractClient(server);
   return {
     ctx,
     server,
-    http: contractClient(server),
+    http,
+    api: apiClient(http),
     clock,
     async close() {
       await stopContext(ctx);
@@ -128,14 +133,14 @@ export async function startPeer(t: TestApp, options: { redisUrl?: string; jobKin
     jobTiming: t.ctx.jobs.timing,
   });
   ctx.state.databaseReady = true;
-  await ctx.settings.start();
+  await ctx.runtimeSettings.start();
   await ctx.jobs.init();
   return { ctx, close: () => stopContext(ctx) };
 }
 
 async function stopContext(ctx: AppContext): Promise<void> {
   ctx.dependencies.stop();
-  ctx.settings.stop();
+  ctx.runtimeSettings.stop();
   await ctx.jobs.stop();
   ctx.mailer.close();
   ctx.redis.disconnect();
