@@ -3,11 +3,8 @@
 // newer one, dead after 5 wrong tries, stored only as an HMAC; resends limited to 3 per 15 minutes.
 import type { TestApp } from '../support/test-app';
 import { codeIn, startAppWithSmtp, type TestSmtpServer } from '../support/smtp';
-import { insertUser } from '../../src/accounts/store';
-import { hashPassword } from '../../src/accounts/passwords';
-import { createSession } from '../../src/sessions/store';
-
-const PASSWORD = 'correct horse battery staple';
+import { PASSWORD } from '../support/accounts';
+import { signedInUser } from '../support/users';
 
 let t: TestApp;
 let smtp: TestSmtpServer;
@@ -17,14 +14,8 @@ beforeAll(async () => {
 });
 afterAll(() => close?.());
 
-let n = 0;
-async function newUser(opts: { verified?: boolean } = {}) {
-  const email = `verify${++n}-${Date.now()}@example.com`;
-  const userId = await insertUser(t.ctx.db, { email, name: 'Ada Lovelace', passwordHash: await hashPassword(PASSWORD, 4) });
-  if (opts.verified) await t.ctx.db('users').where({ id: userId }).update({ email_verified_at: t.ctx.now() });
-  const session = await createSession(t.ctx.db, { userId, transport: 'bearer' }, t.ctx.config.session, t.ctx.now());
-  return { userId, email, auth: `Bearer ${session.token}` };
-}
+// The users are made directly (users.ts), not signed up through the API: a registration issues a
+// code and mails it, and these tests count the codes and the mails from none.
 
 /** The code of the `nth` (1-based) verification mail that reached the SMTP server for `email`. */
 async function mailedCode(email: string, nth = 1): Promise<string> {
@@ -41,7 +32,7 @@ const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padSt
 const audit = (action: string, userId: string) => t.ctx.db('audit_events').where({ action, target_id: userId }).orderBy('id');
 
 it('mails a code that verifies the email: 200 User with email_verified true, audited; the code is stored only as an HMAC', async () => {
-  const u = await newUser();
+  const u = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD });
   const sent = await resend(u.auth).expect(202);
   expect(sent.body).toEqual({ sent: true, expires_at: new Date(t.ctx.now().getTime() + 15 * 60_000).toISOString() });
   const code = await mailedCode(u.email);
@@ -65,7 +56,7 @@ it('mails a code that verifies the email: 200 User with email_verified true, aud
 });
 
 it('a wrong code answers 401 invalid_code (audited), and the right code still works after fewer than 5 wrong tries', async () => {
-  const u = await newUser();
+  const u = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD });
   await resend(u.auth).expect(202);
   const code = await mailedCode(u.email);
   for (let i = 0; i < 4; i++) {
@@ -77,7 +68,7 @@ it('a wrong code answers 401 invalid_code (audited), and the right code still wo
 });
 
 it('5 wrong tries kill the code: the right one then answers 401', async () => {
-  const u = await newUser();
+  const u = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD });
   await resend(u.auth).expect(202);
   const code = await mailedCode(u.email);
   for (let i = 0; i < 5; i++) await verify(u.auth, wrongCode(code)).expect(401);
@@ -89,7 +80,7 @@ it('5 wrong tries kill the code: the right one then answers 401', async () => {
 });
 
 it('a code expires after 15 minutes', async () => {
-  const u = await newUser();
+  const u = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD });
   await resend(u.auth).expect(202);
   const code = await mailedCode(u.email);
   t.clock.advance(16 * 60_000);
@@ -97,7 +88,7 @@ it('a code expires after 15 minutes', async () => {
 });
 
 it('a code is single use', async () => {
-  const u = await newUser();
+  const u = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD });
   await resend(u.auth).expect(202);
   const code = await mailedCode(u.email);
   await verify(u.auth, code).expect(200);
@@ -107,7 +98,7 @@ it('a code is single use', async () => {
 });
 
 it('resend replaces the previous code: the old one no longer works, the new one does', async () => {
-  const u = await newUser();
+  const u = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD });
   await resend(u.auth).expect(202);
   const first = await mailedCode(u.email, 1);
   await resend(u.auth).expect(202);
@@ -117,7 +108,7 @@ it('resend replaces the previous code: the old one no longer works, the new one 
 });
 
 it('resend is limited to 3 per 15 minutes per email: 429 rate_limited with Retry-After', async () => {
-  const u = await newUser();
+  const u = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD });
   for (let i = 0; i < 3; i++) await resend(u.auth).expect(202);
   const res = await resend(u.auth).expect(429);
   expect(res.body.code).toBe('rate_limited');
@@ -128,7 +119,7 @@ it('resend is limited to 3 per 15 minutes per email: 429 rate_limited with Retry
   await mailedCode(u.email, 3);
   expect(await t.ctx.db('one_time_codes').where({ user_id: u.userId, purpose: 'verify_email' })).toHaveLength(3);
   // Another address has its own budget.
-  const other = await newUser();
+  const other = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD });
   await resend(other.auth).expect(202);
 });
 
@@ -138,14 +129,14 @@ it('needs a session', async () => {
 });
 
 it('validates the code against the contract (6 digits)', async () => {
-  const u = await newUser();
+  const u = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD });
   const res = await verify(u.auth, '12345').expect(422);
   expect(res.body.errors[0].location).toBe('body.code');
   await verify(u.auth, 'abcdef').expect(422);
 });
 
 it('an already verified user gets 409 already_verified without a code being issued', async () => {
-  const u = await newUser({ verified: true });
+  const u = await signedInUser(t.ctx, { name: 'Ada Lovelace', password: PASSWORD, verified: true });
   expect((await verify(u.auth, '123456').expect(409)).body.code).toBe('already_verified');
   expect((await resend(u.auth).expect(409)).body.code).toBe('already_verified');
   expect(await t.ctx.db('one_time_codes').where({ user_id: u.userId })).toEqual([]);

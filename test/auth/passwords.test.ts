@@ -2,34 +2,24 @@
 // the mail received by a real SMTP server; sessions are refused at once after a change or reset.
 import type { TestApp } from '../support/test-app';
 import { codeIn, startAppWithSmtp, type TestSmtpServer } from '../support/smtp';
-import { insertUser } from '../../src/accounts/store';
-import { hashPassword, verifyPassword } from '../../src/accounts/passwords';
-import { createSession } from '../../src/sessions/store';
+import { verifyPassword } from '../../src/accounts/passwords';
+import { PASSWORD, signUp } from '../support/accounts';
+import { signedInUser } from '../support/users';
 import { waitFor } from '../support/wait';
 
-const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'purple elephant riding a bicycle';
 
 let t: TestApp;
 let smtp: TestSmtpServer;
 let close: () => Promise<void>;
 beforeAll(async () => {
-  ({ t, smtp, close } = await startAppWithSmtp({ BCRYPT_COST: '4' }));
+  // Accounts are signed up through the API (accounts.ts), with PASSWORD; one without a password is
+  // made directly (users.ts), the API makes those only through a provider's sign-up.
+  ({ t, smtp, close } = await startAppWithSmtp({ BCRYPT_COST: '4', RATE_LIMIT_REGISTER_PER_MINUTE: '1000' }));
 });
 afterAll(() => close?.());
 
 let n = 0;
-async function newUser(opts: { password?: string | null; sessions?: number } = {}) {
-  const email = `pw${++n}-${Date.now()}@example.com`;
-  const password = opts.password === undefined ? PASSWORD : opts.password;
-  const userId = await insertUser(t.ctx.db, { email, name: 'Ada Lovelace', passwordHash: password === null ? null : await hashPassword(password, 4) });
-  const sessions = [];
-  for (let i = 0; i < (opts.sessions ?? 1); i++) {
-    const s = await createSession(t.ctx.db, { userId, transport: 'bearer' }, t.ctx.config.session, t.ctx.now());
-    sessions.push({ id: s.id, auth: `Bearer ${s.token}` });
-  }
-  return { userId, email, auth: sessions[0]!.auth, sessions };
-}
 
 const storedHash = async (userId: string) => (await t.ctx.db('users').where({ id: userId }).first()).password_hash as string | null;
 const audit = (action: string, userId: string) => t.ctx.db('audit_events').where({ action, target_id: userId }).orderBy('id');
@@ -56,7 +46,7 @@ describe('PUT /v1/auth/password', () => {
     t.http.put('/v1/auth/password').set('Authorization', auth).send({ current_password, new_password });
 
   it('changes the password, revokes every OTHER session (this one keeps working), mails a notice, audits', async () => {
-    const u = await newUser({ sessions: 3 });
+    const u = await signUp(t, { name: 'Ada Lovelace', sessions: 3 });
     const res = await change(u.auth, PASSWORD, NEW_PASSWORD).expect(200);
     expect(res.body).toEqual({ revoked_sessions: 2 });
 
@@ -76,7 +66,7 @@ describe('PUT /v1/auth/password', () => {
   });
 
   it('a wrong current password answers 401 invalid_credentials and changes nothing', async () => {
-    const u = await newUser({ sessions: 2 });
+    const u = await signUp(t, { name: 'Ada Lovelace', sessions: 2 });
     const before = await storedHash(u.userId);
     const res = await change(u.auth, 'not my password', NEW_PASSWORD).expect(401);
     expect(res.body.code).toBe('invalid_credentials');
@@ -86,7 +76,7 @@ describe('PUT /v1/auth/password', () => {
   });
 
   it('a too common new password answers 422 password_too_common at body.new_password', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     const res = await change(u.auth, PASSWORD, 'iloveyou').expect(422);
     expect(res.body).toMatchObject({ code: 'password_too_common', errors: [{ message: 'is among the most common passwords', location: 'body.new_password' }] });
     expect(await verifyPassword(PASSWORD, (await storedHash(u.userId))!)).toBe(true);
@@ -95,7 +85,7 @@ describe('PUT /v1/auth/password', () => {
   });
 
   it('keeps passwords longer than 72 bytes whole', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     const long = `${'x'.repeat(80)}-tail-one`;
     await change(u.auth, PASSWORD, long).expect(200);
     const hash = (await storedHash(u.userId))!;
@@ -104,12 +94,12 @@ describe('PUT /v1/auth/password', () => {
   });
 
   it('an account without a password answers 409 password_not_set', async () => {
-    const u = await newUser({ password: null });
+    const u = await signedInUser(t.ctx, { name: 'Ada Lovelace' });
     expect((await change(u.auth, PASSWORD, NEW_PASSWORD).expect(409)).body.code).toBe('password_not_set');
   });
 
   it('wrong current passwords count towards the sign-in limit (10 per minute per email): then 429 with Retry-After', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     for (let i = 0; i < 10; i++) await change(u.auth, `wrong password ${i}`, NEW_PASSWORD).expect(401);
     const res = await change(u.auth, PASSWORD, NEW_PASSWORD).expect(429);
     expect(res.body.code).toBe('rate_limited');
@@ -129,7 +119,7 @@ describe('POST /v1/auth/password/forgot', () => {
   const forgot = (email: string) => t.http.post('/v1/auth/password/forgot').send({ email });
 
   it('answers 202 with the same body for known and unknown addresses; only the known one gets a mail', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     const unknown = `nobody${++n}-${Date.now()}@example.com`;
     const known = await forgot(u.email).expect(202);
     const missing = await forgot(unknown).expect(202);
@@ -150,7 +140,7 @@ describe('POST /v1/auth/password/forgot', () => {
   });
 
   it('does the same work for known and unknown addresses: one `service.auth.password_reset` run of the same shape, nothing else', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     const unknown = `ghost${++n}-${Date.now()}@example.com`;
     const shapeOf = async (email: string) => {
       const res = await forgot(email).expect(202);
@@ -163,7 +153,7 @@ describe('POST /v1/auth/password/forgot', () => {
   });
 
   it('is limited to 3 per 15 minutes per address, known or not (case-insensitive): 429 with Retry-After', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     for (const email of [u.email, u.email.toUpperCase(), u.email]) await forgot(email).expect(202);
     const res = await forgot(u.email).expect(429);
     expect(res.body.code).toBe('rate_limited');
@@ -183,7 +173,7 @@ describe('POST /v1/auth/password/reset', () => {
   const reset = (email: string, code: string, new_password = NEW_PASSWORD) => t.http.post('/v1/auth/password/reset').send({ email, code, new_password });
 
   it('sets the new password with the mailed code, revokes ALL sessions, verifies the email, mails a notice, audits', async () => {
-    const u = await newUser({ sessions: 2 });
+    const u = await signUp(t, { name: 'Ada Lovelace', sessions: 2 });
     await forgot(u.email.toUpperCase());
     const code = await resetCode(u.email);
     const res = await reset(u.email, code).expect(204);
@@ -204,14 +194,14 @@ describe('POST /v1/auth/password/reset', () => {
   });
 
   it('sets a first password for an account without one', async () => {
-    const u = await newUser({ password: null });
+    const u = await signedInUser(t.ctx, { name: 'Ada Lovelace' });
     await forgot(u.email);
     await reset(u.email, await resetCode(u.email)).expect(204);
     expect(await verifyPassword(NEW_PASSWORD, (await storedHash(u.userId))!)).toBe(true);
   });
 
   it('a wrong code answers 401 invalid_code (audited); 5 wrong tries kill the code', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     await forgot(u.email);
     const code = await resetCode(u.email);
     for (let i = 0; i < 5; i++) {
@@ -224,7 +214,7 @@ describe('POST /v1/auth/password/reset', () => {
   });
 
   it('the right code still works after fewer than 5 wrong tries', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     await forgot(u.email);
     const code = await resetCode(u.email);
     for (let i = 0; i < 4; i++) await reset(u.email, wrongCode(code)).expect(401);
@@ -232,7 +222,7 @@ describe('POST /v1/auth/password/reset', () => {
   });
 
   it('an expired code (16 minutes) answers 401 invalid_code', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     await forgot(u.email);
     const code = await resetCode(u.email);
     t.clock.advance(16 * 60_000);
@@ -240,7 +230,7 @@ describe('POST /v1/auth/password/reset', () => {
   });
 
   it('a newer code replaces the previous one', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     await forgot(u.email);
     const first = await resetCode(u.email, 1);
     await forgot(u.email);
@@ -250,7 +240,7 @@ describe('POST /v1/auth/password/reset', () => {
   });
 
   it('an unknown address answers the same 401 invalid_code', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     await forgot(u.email);
     const code = await resetCode(u.email);
     const known = await reset(u.email, wrongCode(code)).expect(401);
@@ -260,7 +250,7 @@ describe('POST /v1/auth/password/reset', () => {
   });
 
   it('a too common new password answers 422 and does not use up the code', async () => {
-    const u = await newUser();
+    const u = await signUp(t, { name: 'Ada Lovelace' });
     await forgot(u.email);
     const code = await resetCode(u.email);
     const res = await reset(u.email, code, 'password123').expect(422);

@@ -5,6 +5,7 @@
 import type { TestApp } from '../support/test-app';
 import { startAppWithSmtp, type ReceivedMail, type TestSmtpServer } from '../support/smtp';
 import { signedInUser } from '../support/users';
+import { createInvitation, orgWithOwner } from '../support/orgs';
 import { waitFor } from '../support/wait';
 
 let t: TestApp;
@@ -25,15 +26,9 @@ function tokenIn(message: ReceivedMail): string {
   return token;
 }
 
-async function orgWithOwner() {
-  const owner = await signedInUser(t.ctx, { verified: true });
-  const org = (await t.http.post('/v1/orgs').set('Authorization', owner.auth).send({ name: 'Invite Co' }).expect(201)).body;
-  return { owner, org };
-}
-
 async function invite(orgId: string, auth: string, email: string, role: 'admin' | 'member' = 'member') {
   const before = smtp.messages.length;
-  const inv = (await t.http.post(`/v1/orgs/${orgId}/invitations`).set('Authorization', auth).send({ email, role }).expect(201)).body;
+  const inv = await createInvitation(t, auth, orgId, { email, role });
   const mail = await smtp.waitForMessage((m) => m.to.includes(email.toLowerCase()) && smtp.messages.indexOf(m) >= before);
   return { inv, mail, token: tokenIn(mail) };
 }
@@ -41,7 +36,7 @@ async function invite(orgId: string, auth: string, email: string, role: 'admin' 
 const accept = (auth: string, token: string) => t.http.post('/v1/invitations/accept').set('Authorization', auth).send({ token });
 
 it('an invitation is mailed with a single-use link; the invitee joins with its role; audited; the token is stored nowhere in clear', async () => {
-  const { owner, org } = await orgWithOwner();
+  const { owner, org } = await orgWithOwner(t, { name: 'Invite Co' });
   const invitee = await signedInUser(t.ctx, { verified: true });
   const { inv, mail, token } = await invite(org.id, owner.auth, invitee.email.toUpperCase(), 'admin');
   expect(inv).toMatchObject({ email: invitee.email.toLowerCase(), role: 'admin', invited_by: owner.userId });
@@ -77,7 +72,7 @@ it('an invitation is mailed with a single-use link; the invitee joins with its r
 });
 
 it('accept needs a verified email equal to the invited address; refusals leave the invitation open', async () => {
-  const { owner, org } = await orgWithOwner();
+  const { owner, org } = await orgWithOwner(t, { name: 'Invite Co' });
   const invitee = await signedInUser(t.ctx, { verified: true });
   const { token } = await invite(org.id, owner.auth, invitee.email);
 
@@ -95,7 +90,7 @@ it('accept needs a verified email equal to the invited address; refusals leave t
 });
 
 it('409 for inviting a member or an address with an open invitation; an expired one can be replaced', async () => {
-  const { owner, org } = await orgWithOwner();
+  const { owner, org } = await orgWithOwner(t, { name: 'Invite Co' });
   const member = await signedInUser(t.ctx, { verified: true });
   const { token } = await invite(org.id, owner.auth, member.email);
   await accept(member.auth, token).expect(200);
@@ -115,7 +110,7 @@ it('409 for inviting a member or an address with an open invitation; an expired 
 });
 
 it('expired, revoked and resent-away tokens each answer clearly; members cannot manage invitations', async () => {
-  const { owner, org } = await orgWithOwner();
+  const { owner, org } = await orgWithOwner(t, { name: 'Invite Co' });
   const invitee = await signedInUser(t.ctx, { verified: true });
 
   const expired = await invite(org.id, owner.auth, invitee.email);
@@ -176,7 +171,7 @@ it('expired, revoked and resent-away tokens each answer clearly; members cannot 
 });
 
 it('resends are limited to 3 per invitation per 15 minutes (429 with Retry-After)', async () => {
-  const { owner, org } = await orgWithOwner();
+  const { owner, org } = await orgWithOwner(t, { name: 'Invite Co' });
   const { inv } = await invite(org.id, owner.auth, `limited-${Date.now()}@example.com`);
   for (let i = 0; i < 3; i++) await t.http.post(`/v1/orgs/${org.id}/invitations/${inv.id}/resend`).set('Authorization', owner.auth).expect(200);
   const res = await t.http.post(`/v1/orgs/${org.id}/invitations/${inv.id}/resend`).set('Authorization', owner.auth).expect(429);
@@ -188,7 +183,7 @@ it('resends are limited to 3 per invitation per 15 minutes (429 with Retry-After
 });
 
 it('deleting the organisation revokes its open invitations; restoring does not revive them', async () => {
-  const { owner, org } = await orgWithOwner();
+  const { owner, org } = await orgWithOwner(t, { name: 'Invite Co' });
   const invitee = await signedInUser(t.ctx, { verified: true });
   const { token } = await invite(org.id, owner.auth, invitee.email);
   await t.http.delete(`/v1/orgs/${org.id}`).set('Authorization', owner.auth).expect(200);

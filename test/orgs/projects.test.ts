@@ -1,9 +1,8 @@
 // Projects through HTTP: create, list newest first with cursors, get, update, delete; names unique
 // per organisation (case-insensitive, trimmed); members create and update, owners and admins delete.
 import { startTestApp, type TestApp } from '../support/test-app';
-import { signedInUser } from '../support/users';
 import type { Db } from '../../src/platform/database';
-import { addMember, ownerDatabase } from '../support/orgs';
+import { addMember, orgWith, ownerDatabase } from '../support/orgs';
 
 let t: TestApp;
 let owner: Db;
@@ -16,15 +15,8 @@ afterAll(async () => {
   await t.close();
 });
 
-async function orgWith(role: 'member' | 'admin') {
-  const founder = await signedInUser(t.ctx, { verified: true });
-  const org = (await t.http.post('/v1/orgs').set('Authorization', founder.auth).send({ name: 'Projects Inc' }).expect(201)).body;
-  const user = await addMember(t, owner, org.id, role);
-  return { org, founder, user };
-}
-
 it('members create, read, update; names are unique per organisation; audited with org_id', async () => {
-  const { org, user } = await orgWith('member');
+  const { org, user } = await orgWith(t, owner, 'member', { name: 'Projects Inc' });
   const base = `/v1/orgs/${org.id}/projects`;
   const res = await t.http.post(base).set('Authorization', user.auth).send({ name: '  Website  ', description: 'Spring launch' }).expect(201);
   const project = res.body;
@@ -50,7 +42,7 @@ it('members create, read, update; names are unique per organisation; audited wit
 });
 
 it('lists newest first with cursors', async () => {
-  const { org, user } = await orgWith('member');
+  const { org, user } = await orgWith(t, owner, 'member', { name: 'Projects Inc' });
   const base = `/v1/orgs/${org.id}/projects`;
   const made = [];
   for (let i = 0; i < 5; i++) made.push((await t.http.post(base).set('Authorization', user.auth).send({ name: `P${i}` }).expect(201)).body.id);
@@ -65,7 +57,7 @@ it('lists newest first with cursors', async () => {
 });
 
 it('members may not delete; admins may; a deleted project is gone and its name free', async () => {
-  const { org, user, founder } = await orgWith('admin');
+  const { org, user, founder } = await orgWith(t, owner, 'admin', { name: 'Projects Inc' });
   const base = `/v1/orgs/${org.id}/projects`;
   const member = await addMember(t, owner, org.id, 'member');
   const project = (await t.http.post(base).set('Authorization', founder.auth).send({ name: 'Doomed' }).expect(201)).body;

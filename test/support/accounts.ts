@@ -42,6 +42,8 @@ export interface SignUpOptions {
    * (needs an SMTP server and workers): the tests of verification do that themselves.
    */
   verified?: boolean;
+  /** How many sessions (default 1): the registration's, then one sign-in (POST /v1/auth/login) for each further one. */
+  sessions?: number;
   /** Extra request headers (e.g. User-Agent). */
   headers?: Record<string, string>;
 }
@@ -67,12 +69,16 @@ export function sessionCookieIn(response: Response): string {
 
 /**
  * A new account with a password (POST /v1/auth/register → 201), signed in by the registration: a
- * bearer session by default, a cookie with `transport: 'cookie'`. As registering does, a
- * verification code is issued and its mail queued.
+ * bearer session by default, a cookie with `transport: 'cookie'`; the account's fields are the
+ * registration's session, `sessions` lists it first, then those of the further sign-ins. As
+ * registering does, a verification code is issued and its mail queued (sent when workers run).
  */
-export async function signUp(t: TestApp, opts?: SignUpOptions & { transport?: 'bearer' }): Promise<Account & BearerSession>;
-export async function signUp(t: TestApp, opts: SignUpOptions & { transport: 'cookie' }): Promise<Account & CookieSession>;
-export async function signUp(t: TestApp, opts: SignUpOptions & { transport?: 'bearer' | 'cookie' } = {}): Promise<Account & (BearerSession | CookieSession)> {
+export async function signUp(t: TestApp, opts?: SignUpOptions & { transport?: 'bearer' }): Promise<Account & BearerSession & { sessions: BearerSession[] }>;
+export async function signUp(t: TestApp, opts: SignUpOptions & { transport: 'cookie' }): Promise<Account & CookieSession & { sessions: CookieSession[] }>;
+export async function signUp(
+  t: TestApp,
+  opts: SignUpOptions & { transport?: 'bearer' | 'cookie' } = {},
+): Promise<Account & (BearerSession | CookieSession) & { sessions: (BearerSession | CookieSession)[] }> {
   const email = opts.email ?? uniqueEmail(opts.tag);
   const password = opts.password ?? PASSWORD;
   const transport = opts.transport ?? 'bearer';
@@ -84,9 +90,16 @@ export async function signUp(t: TestApp, opts: SignUpOptions & { transport?: 'be
   const { response } = await call;
   if (opts.verified) await t.ctx.db('users').where({ id: data.user.id }).update({ email_verified_at: t.ctx.now() });
   const account = { userId: data.user.id, email, password, user: data.user };
-  if (transport === 'cookie') return { ...account, sessionId: data.session.id, cookie: sessionCookieIn(response) };
-  if (!data.token) throw new Error('a bearer registration gave no token');
-  return { ...account, sessionId: data.session.id, token: data.token, auth: `Bearer ${data.token}` };
+  let first: BearerSession | CookieSession;
+  if (transport === 'cookie') first = { sessionId: data.session.id, cookie: sessionCookieIn(response) };
+  else if (!data.token) throw new Error('a bearer registration gave no token');
+  else first = { sessionId: data.session.id, token: data.token, auth: `Bearer ${data.token}` };
+  const sessions = [first];
+  for (let i = 1; i < (opts.sessions ?? 1); i++) {
+    const { user: _user, ...session } = await login(t, account, transport, opts.headers);
+    sessions.push(session);
+  }
+  return { ...account, ...first, sessions };
 }
 
 export interface SignInOptions {
@@ -105,8 +118,16 @@ export async function signIn(
   who: { email: string; password?: string },
   opts: SignInOptions & { transport?: 'bearer' | 'cookie' } = {},
 ): Promise<(BearerSession | CookieSession) & { user: ApiUser }> {
-  const transport = opts.transport ?? 'bearer';
-  const call = t.api.POST('/v1/auth/login', { body: { email: who.email, password: who.password ?? PASSWORD, transport }, headers: opts.headers });
+  return login(t, who, opts.transport ?? 'bearer', opts.headers);
+}
+
+async function login(
+  t: TestApp,
+  who: { email: string; password?: string },
+  transport: 'bearer' | 'cookie',
+  headers: Record<string, string> | undefined,
+): Promise<(BearerSession | CookieSession) & { user: ApiUser }> {
+  const call = t.api.POST('/v1/auth/login', { body: { email: who.email, password: who.password ?? PASSWORD, transport }, headers });
   const data = await expectStatus(call, 200);
   if (data.mfa_required) throw new Error(`signing in ${who.email} asked for a second factor (${data.methods.join(', ')})`);
   if (transport === 'cookie') return { sessionId: data.session.id, cookie: sessionCookieIn((await call).response), user: data.user };
