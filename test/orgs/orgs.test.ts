@@ -4,7 +4,7 @@
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import type { Db } from '../../src/platform/database';
-import { addMember, ownerDatabase } from '../support/orgs';
+import { addMember, createOrg, ownerDatabase } from '../support/orgs';
 import { createSession } from '../../src/sessions/store';
 
 let t: TestApp;
@@ -20,10 +20,6 @@ afterAll(async () => {
 
 const DAY = 24 * 3600 * 1000;
 
-async function newOrg(auth: string, name = 'Acme Labs', slug?: string) {
-  return (await t.http.post('/v1/orgs').set('Authorization', auth).send(slug ? { name, slug } : { name }).expect(201)).body;
-}
-
 
 const audit = (action: string, orgId: string) => owner('audit_events').where({ action, org_id: orgId }).orderBy('id');
 
@@ -35,11 +31,11 @@ describe('create', () => {
     expect(res.headers.location).toBe(`/v1/orgs/${res.body.id}`);
     expect(res.body).toMatchObject({ name, role: 'owner', member_count: 1, deleted_at: null });
     expect(res.body.slug).toBe(name.toLowerCase().replace('é', 'e').replace('ü', 'u').replace('ï', 'i').replace(/ /g, '-'));
-    const again = await newOrg(u.auth, name);
+    const again = await createOrg(t, u, { name });
     expect(again.slug).toBe(`${res.body.slug}-2`);
-    const third = await newOrg(u.auth, name);
+    const third = await createOrg(t, u, { name });
     expect(third.slug).toBe(`${res.body.slug}-3`);
-    expect((await newOrg(u.auth, '!!')).slug).toMatch(/^org-[a-z0-9]{6}$/);
+    expect((await createOrg(t, u, { name: '!!' })).slug).toMatch(/^org-[a-z0-9]{6}$/);
     expect(await audit('org.created', res.body.id)).toEqual([expect.objectContaining({ actor_id: u.userId, target_id: res.body.id })]);
   });
 
@@ -48,7 +44,7 @@ describe('create', () => {
     expect((await t.http.post('/v1/orgs').set('Authorization', unverified.auth).send({ name: 'X' }).expect(403)).body.code).toBe('email_not_verified');
     const u = await signedInUser(t.ctx, { verified: true });
     const slug = `taken-${Date.now()}`;
-    await newOrg(u.auth, 'First', slug);
+    await createOrg(t, u, { name: 'First', slug });
     const other = await signedInUser(t.ctx, { verified: true });
     expect((await t.http.post('/v1/orgs').set('Authorization', other.auth).send({ name: 'Second', slug }).expect(409)).body.code).toBe('slug_taken');
     const bad = await t.http.post('/v1/orgs').set('Authorization', u.auth).send({ name: 'X', slug: 'Not A Slug' }).expect(422);
@@ -63,9 +59,9 @@ describe('list and get', () => {
   it('lists only the caller’s organisations, newest first, with cursors; deleted ones only with include_deleted', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
     const orgs = [];
-    for (let i = 0; i < 5; i++) orgs.push(await newOrg(u.auth, `List ${i}`));
+    for (let i = 0; i < 5; i++) orgs.push(await createOrg(t, u, { name: `List ${i}` }));
     const someoneElse = await signedInUser(t.ctx, { verified: true });
-    await newOrg(someoneElse.auth, 'Not mine');
+    await createOrg(t, someoneElse, { name: 'Not mine' });
 
     const seen: string[] = [];
     let cursor: string | null = null;
@@ -76,17 +72,17 @@ describe('list and get', () => {
     } while (cursor);
     expect(seen).toEqual(orgs.map((o) => o.id).reverse());
 
-    await t.http.delete(`/v1/orgs/${orgs[4].id}`).set('Authorization', u.auth).expect(200);
+    await t.http.delete(`/v1/orgs/${orgs[4]!.id}`).set('Authorization', u.auth).expect(200);
     const live = (await t.http.get('/v1/orgs').set('Authorization', u.auth).expect(200)).body.items;
-    expect(live.map((o: { id: string }) => o.id)).not.toContain(orgs[4].id);
+    expect(live.map((o: { id: string }) => o.id)).not.toContain(orgs[4]!.id);
     const all = (await t.http.get('/v1/orgs?include_deleted=true').set('Authorization', u.auth).expect(200)).body.items;
-    expect(all[0]).toMatchObject({ id: orgs[4].id, deleted_at: expect.any(String) });
+    expect(all[0]).toMatchObject({ id: orgs[4]!.id, deleted_at: expect.any(String) });
     expect((await t.http.get('/v1/orgs?cursor=garbage').set('Authorization', u.auth).expect(422)).body.errors[0].location).toBe('query.cursor');
   });
 
   it('GET answers members with their role; non-members and unknown ids alike get the same 404', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
-    const org = await newOrg(u.auth);
+    const org = await createOrg(t, u);
     const m = await addMember(t, owner, org.id, 'member');
     expect((await t.http.get(`/v1/orgs/${org.id}`).set('Authorization', m.auth).expect(200)).body).toMatchObject({ role: 'member', member_count: 2 });
     const outsider = await signedInUser(t.ctx, { verified: true });
@@ -100,7 +96,7 @@ describe('list and get', () => {
 describe('rename', () => {
   it('owners and admins rename (org.renamed with old and new values, only on change); members 403; slug clash 409', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
-    const org = await newOrg(u.auth, 'Old Name');
+    const org = await createOrg(t, u, { name: 'Old Name' });
     const admin = await addMember(t, owner, org.id, 'admin');
     const member = await addMember(t, owner, org.id, 'member');
     const slug = `renamed-${Date.now()}`;
@@ -111,7 +107,7 @@ describe('rename', () => {
       expect.objectContaining({ actor_id: admin.userId, data: { old_name: 'Old Name', new_name: 'New Name', old_slug: org.slug, new_slug: slug } }),
     ]);
     expect((await t.http.patch(`/v1/orgs/${org.id}`).set('Authorization', member.auth).send({ name: 'Nope' }).expect(403)).body.code).toBe('forbidden');
-    const other = await newOrg(u.auth, 'Other');
+    const other = await createOrg(t, u, { name: 'Other' });
     expect((await t.http.patch(`/v1/orgs/${other.id}`).set('Authorization', u.auth).send({ slug }).expect(409)).body.code).toBe('slug_taken');
     // The old slug was released at once.
     await t.http.patch(`/v1/orgs/${other.id}`).set('Authorization', u.auth).send({ slug: org.slug }).expect(200);
@@ -122,7 +118,7 @@ describe('rename', () => {
 describe('delete and restore', () => {
   it('owners soft-delete; everything under it answers 404 except GET and restore for owners within 30 days', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
-    const org = await newOrg(u.auth);
+    const org = await createOrg(t, u);
     const admin = await addMember(t, owner, org.id, 'admin');
     const project = (await t.http.post(`/v1/orgs/${org.id}/projects`).set('Authorization', u.auth).send({ name: 'P' }).expect(201)).body;
     expect((await t.http.delete(`/v1/orgs/${org.id}`).set('Authorization', admin.auth).expect(403)).body.code).toBe('forbidden');
@@ -146,11 +142,11 @@ describe('delete and restore', () => {
 
   it('after 30 days a deleted organisation is gone for everyone, and retention purges it with its rows in batches', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
-    const org = await newOrg(u.auth);
+    const org = await createOrg(t, u);
     await addMember(t, owner, org.id, 'member');
     for (let i = 0; i < 5; i++) await t.http.post(`/v1/orgs/${org.id}/projects`).set('Authorization', u.auth).send({ name: `P${i}` }).expect(201);
     await t.http.post(`/v1/orgs/${org.id}/invitations`).set('Authorization', u.auth).send({ email: 'later@example.com', role: 'member' }).expect(201);
-    const keep = await newOrg(u.auth, 'Keep me');
+    const keep = await createOrg(t, u, { name: 'Keep me' });
     await t.http.post(`/v1/orgs/${keep.id}/projects`).set('Authorization', u.auth).send({ name: 'Kept' }).expect(201);
     await t.http.delete(`/v1/orgs/${org.id}`).set('Authorization', u.auth).expect(200);
 
@@ -178,7 +174,7 @@ describe('delete and restore', () => {
 describe('members', () => {
   it('lists members oldest first with cursors (any member may read)', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
-    const org = await newOrg(u.auth);
+    const org = await createOrg(t, u);
     const added = [];
     for (let i = 0; i < 4; i++) added.push(await addMember(t, owner, org.id, 'member'));
     const seen: string[] = [];
@@ -193,7 +189,7 @@ describe('members', () => {
 
   it('the last owner cannot leave, be demoted or removed; ownership can be handed over', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
-    const org = await newOrg(u.auth);
+    const org = await createOrg(t, u);
     const m = await addMember(t, owner, org.id, 'member');
     expect((await t.http.post(`/v1/orgs/${org.id}/leave`).set('Authorization', u.auth).expect(409)).body.code).toBe('last_owner');
     expect((await t.http.patch(`/v1/orgs/${org.id}/members/${u.userId}`).set('Authorization', u.auth).send({ role: 'admin' }).expect(409)).body.code).toBe('last_owner');
@@ -214,7 +210,7 @@ describe('members', () => {
 
   it('admins re-role and remove non-owners only; members neither; unknown users 404', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
-    const org = await newOrg(u.auth);
+    const org = await createOrg(t, u);
     const admin = await addMember(t, owner, org.id, 'admin');
     const m1 = await addMember(t, owner, org.id, 'member');
     const m2 = await addMember(t, owner, org.id, 'member');
@@ -237,10 +233,10 @@ describe('members', () => {
 describe('account deletion', () => {
   it('409 last_owner while the only owner of an organisation with other members; otherwise memberships go and orphaned organisations are soft-deleted', async () => {
     const u = await signedInUser(t.ctx, { verified: true });
-    const shared = await newOrg(u.auth, 'Shared');
-    const solo = await newOrg(u.auth, 'Solo');
+    const shared = await createOrg(t, u, { name: 'Shared' });
+    const solo = await createOrg(t, u, { name: 'Solo' });
     const m = await addMember(t, owner, shared.id, 'member');
-    const elsewhere = await newOrg(m.auth, 'Theirs');
+    const elsewhere = await createOrg(t, m, { name: 'Theirs' });
     await owner('memberships').insert({ org_id: elsewhere.id, user_id: u.userId, role: 'admin', created_at: new Date() });
     await owner('organisations').where({ id: elsewhere.id }).increment('member_count', 1);
     await owner('users').where({ id: u.userId }).update({ password_hash: null });

@@ -4,7 +4,7 @@ import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { createDatabase, type Db } from '../../src/platform/database';
 import { Services } from '../../src/services';
-import { ownerDatabase } from '../support/orgs';
+import { createInvitation, createOrg, createProject, ownerDatabase } from '../support/orgs';
 import { appDatabase, assertSubjectToPolicies, DatabaseRoleError, provisionAppRole } from '../../src/platform/database-roles';
 import { hashToken } from '../../src/sessions/tokens';
 
@@ -15,9 +15,9 @@ let b: { org: any; user: Awaited<ReturnType<typeof signedInUser>>; project: any 
 
 async function tenant(name: string) {
   const user = await signedInUser(t.ctx, { verified: true });
-  const org = (await t.http.post('/v1/orgs').set('Authorization', user.auth).send({ name }).expect(201)).body;
-  const project = (await t.http.post(`/v1/orgs/${org.id}/projects`).set('Authorization', user.auth).send({ name: `${name} project` }).expect(201)).body;
-  await t.http.post(`/v1/orgs/${org.id}/invitations`).set('Authorization', user.auth).send({ email: `guest-${Date.now()}@example.com`, role: 'member' }).expect(201);
+  const org = await createOrg(t, user, { name });
+  const project = await createProject(t, user, org.id, { name: `${name} project` });
+  await createInvitation(t, user, org.id, { email: `guest-${Date.now()}@example.com`, role: 'member' });
   return { user, org, project };
 }
 

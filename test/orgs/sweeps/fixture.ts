@@ -15,6 +15,7 @@ import { newId } from '../../../src/ids';
 import type { Role } from '../../../src/orgs/policy';
 import type { TestApp } from '../../support/test-app';
 import { signedInUser } from '../../support/users';
+import { createInvitation, createOrg, createProject, deleteOrg } from '../../support/orgs';
 
 // ---------------------------------------------------------------------------------------------
 // The contract
@@ -227,22 +228,22 @@ export interface OrgFixture {
  * and one open invitation (both made by the owner through the API).
  */
 export async function buildOrg(t: TestApp, db: Knex, spec: { owner: User; name: string; members?: { user: User; role: Role }[] }): Promise<OrgFixture> {
-  const as = spec.owner.auth;
-  const org = (await t.http.post('/v1/orgs').set('Authorization', as).send({ name: spec.name }).expect(201)).body;
+  const as = spec.owner;
+  const org = await createOrg(t, as, { name: spec.name });
   await addMembers(t, db, org.id, (spec.members ?? []).map((m) => ({ userId: m.user.userId, role: m.role })));
   const unique = tag();
   const projectName = `${spec.name} project ${unique}`;
   const invitationEmail = `invitee-${unique}@example.com`;
   const [project, invitation] = await Promise.all([
-    t.http.post(`/v1/orgs/${org.id}/projects`).set('Authorization', as).send({ name: projectName }).expect(201),
-    t.http.post(`/v1/orgs/${org.id}/invitations`).set('Authorization', as).send({ email: invitationEmail, role: 'member' }).expect(201),
-  ]).then((answers) => answers.map((res) => res.body as { id: string }));
-  return { orgId: org.id, name: org.name, slug: org.slug, projectId: project!.id, projectName, invitationId: invitation!.id, invitationEmail };
+    createProject(t, as, org.id, { name: projectName }),
+    createInvitation(t, as, org.id, { email: invitationEmail, role: 'member' }),
+  ]);
+  return { orgId: org.id, name: org.name, slug: org.slug, projectId: project.id, projectName, invitationId: invitation.id, invitationEmail };
 }
 
 /** Soft-deletes the organisation through the API, as its owner. */
 export async function softDeleteOrg(t: TestApp, owner: User, orgId: string): Promise<void> {
-  await t.http.delete(`/v1/orgs/${orgId}`).set('Authorization', owner.auth).expect(200);
+  await deleteOrg(t, owner, orgId);
 }
 
 // ---------------------------------------------------------------------------------------------
