@@ -5,16 +5,24 @@ import type { Db } from './platform/database';
 import { pingRedis, type RedisClient } from './platform/redis';
 import { pingDatabase } from './platform/database';
 import { DependencyMonitor, reportRedisConnection } from './platform/dependencies';
-import { loadContract } from './http/contract';
+import { loadContract } from './contract';
 import { JobSystem } from './jobs/system';
 import { JobRegistry, type JobKind } from './jobs/kinds';
 import type { JobTiming } from './jobs/timing';
-import { jobKinds } from './jobs/catalog';
+import { mailSend } from './mail/send-job';
+import { passwordResetSend } from './accounts/password-reset-job';
+import { retentionEnforce } from './retention/enforce-job';
 import { Mailer } from './mail/mailer';
 import { Services } from './services';
 import { InstanceRegistry } from './releases/registry';
 import { RuntimeSettings } from './settings/runtime';
 import { SocialProviders } from './social/providers';
+
+/**
+ * The job kinds this service declares: add one here (with its defaults) to make it exist. A kind
+ * lives with the domain whose work it does and names the services it needs.
+ */
+export const jobKinds: JobKind<AppContext>[] = [mailSend, passwordResetSend, retentionEnforce];
 
 /** Builds the context every request and job runs with. Tests pass extra job kinds and a clock. */
 export function buildAppContext(parts: {
@@ -39,7 +47,7 @@ export function buildAppContext(parts: {
     state: { databaseReady: false, shuttingDown: false },
     socialProviders: new SocialProviders(parts.config.social, parts.logger),
     instance: new InstanceRegistry({ build: parts.config.build, db: () => app.db, logger: parts.logger, now }),
-  } as Omit<AppContext, 'jobs' | 'services' | 'dependencies' | 'settings'> as AppContext;
+  } as Omit<AppContext, 'jobs' | 'services' | 'dependencies' | 'runtimeSettings'> as AppContext;
   // Probes read app.db and app.redis when they run: a test may swap them.
   app.dependencies = new DependencyMonitor({
     logger: parts.logger,
@@ -59,7 +67,7 @@ export function buildAppContext(parts: {
     concurrency: parts.config.jobConcurrency,
     timing: parts.jobTiming,
   });
-  app.settings = new RuntimeSettings({
+  app.runtimeSettings = new RuntimeSettings({
     defaults: parts.config.settingDefaults.values,
     db: () => app.db,
     redis: parts.redis,

@@ -18,12 +18,8 @@ import { createRedis, describeRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
 import { closeAfterEachAnswer, createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
-import { setDisabled } from './accounts/store';
-import { OperatorGrants, type GrantOutcome, type RevokeOutcome } from './accounts/operators';
-import { AuditService } from './audit/service';
-import { revokeOtherSessions } from './sessions/store';
-import { endUserChallenges } from './mfa/store';
-import { insertAuditEvent } from './audit/store';
+import type { GrantOutcome, RevokeOutcome } from './accounts/operators';
+import { Services, type Platform } from './services';
 import type { AppContext } from './app-context';
 import path from 'node:path';
 
@@ -135,7 +131,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   migrateWhenReachable(app, owner, () => stopping, async () => {
     await app.instance.start(); // records this release and instance, then heartbeats every 15 s
     void app.services.passwords.dummyHash(); // made now, so the first unknown-email sign-in is not slower than others
-    await app.settings.start(); // operators' overrides of the runtime settings, kept current from now on
+    await app.runtimeSettings.start(); // operators' overrides of the runtime settings, kept current from now on
     await app.jobs.init(); // also writes the recorded queue pauses into Redis
     if (mode === 'worker' || config.runWorkers) await app.jobs.startWorkers();
   }).catch((err: unknown) => {
@@ -181,7 +177,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
       });
     }
     app.dependencies.stop();
-    app.settings.stop();
+    app.runtimeSettings.stop();
     await app.jobs.stop();
     app.mailer.close();
     await app.instance.stop(); // stopped_at: a clean shutdown, not a crash
@@ -230,25 +226,19 @@ async function withAccountsDatabase<T>(config: Config, logger: Logger, command: 
 }
 
 /**
- * disable-account / enable-account, in one transaction: the flag (every sign-in then answers 403
- * `account_disabled`), and on disabling the end of the account's sessions and of the sign-ins
- * waiting for a second factor, with `auth.account.disabled` / `auth.account.enabled`.
+ * The services for the account commands: over the owner's connection, with no Redis, job system,
+ * mailer or social providers (the account workflows use none; one that reached for them would
+ * fail here loudly rather than half-work).
  */
-async function setAccountDisabled(db: Db, email: string, disabled: boolean): Promise<{ userId: string; sessionsRevoked: number } | null> {
-  return db.transaction(async (trx) => {
-    const now = new Date();
-    const userId = await setDisabled(trx, email, disabled, now);
-    if (!userId) return null;
-    const sessionsRevoked = disabled ? await revokeOtherSessions(trx, userId, null, now) : 0;
-    if (disabled) await endUserChallenges(trx, userId, now);
-    await insertAuditEvent(trx, {
-      action: disabled ? 'auth.account.disabled' : 'auth.account.enabled',
-      actor: { kind: 'operator', id: null },
-      target: { kind: 'user', id: userId },
-      data: { via: 'command_line', sessions_revoked: sessionsRevoked },
+function commandServices(config: Config, logger: Logger, db: Db): Services {
+  const absent = (what: string) =>
+    new Proxy({}, {
+      get() {
+        throw new Error(`${what} is not available to the account commands`);
+      },
     });
-    return { userId, sessionsRevoked };
-  });
+  const parts = { redis: absent('Redis'), jobs: absent('The job system'), mailer: absent('Mail'), runtimeSettings: absent('Runtime settings'), socialProviders: absent('Social sign-in') };
+  return new Services({ config, logger, db, now: () => new Date(), ...(parts as Omit<Platform, 'config' | 'logger' | 'db' | 'now'>) });
 }
 
 /** What grant-operator / revoke-operator say: a log line when done, a ConfigError (exit 1) when refused. */
@@ -293,12 +283,10 @@ async function main(argv: string[]): Promise<void> {
     case 'revoke-operator': {
       const email = args[0];
       if (!email) throw new ConfigError(`usage: ${command} <email>`);
-      const { result, label } = await withAccountsDatabase(config, logger, command, (db) =>
-        db.transaction((trx) => {
-          const operators = new OperatorGrants({ db: trx, now: () => new Date(), config, audit: new AuditService({ db: trx, now: () => new Date() }) });
-          return command === 'grant-operator' ? operators.grant(email) : operators.revoke(email);
-        }),
-      );
+      const { result, label } = await withAccountsDatabase(config, logger, command, (db) => {
+        const { operators } = commandServices(config, logger, db);
+        return command === 'grant-operator' ? operators.grant(email) : operators.revoke(email);
+      });
       reportOperatorCommand(logger, config, email, result, label);
       return;
     }
@@ -307,7 +295,9 @@ async function main(argv: string[]): Promise<void> {
       const email = args[0];
       if (!email) throw new ConfigError(`usage: ${command} <email>`);
       const disabled = command === 'disable-account';
-      const { result, label } = await withAccountsDatabase(config, logger, command, (db) => setAccountDisabled(db, email, disabled));
+      const { result, label } = await withAccountsDatabase(config, logger, command, (db) =>
+        commandServices(config, logger, db).accounts.setDisabled(email, disabled, { kind: 'operator', id: null }, { via: 'command_line' }),
+      );
       if (!result) throw new ConfigError(`No account with the email ${email} in ${label}.`);
       logger.info(disabled ? 'account disabled' : 'account enabled', { email, ...result, database: label });
       return;

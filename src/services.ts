@@ -10,8 +10,15 @@
 // Rate limits (Redis) and password hashing (bcrypt) refuse to run on a transaction's services: a
 // Redis round trip or 250 ms of bcrypt inside an open transaction holds a connection and its locks.
 import type { Knex } from 'knex';
-import type { AppContext } from './app-context';
-import type { JobRun } from './jobs/store';
+import type { Config } from './config';
+import type { Logger } from './logger';
+import type { Db } from './platform/database';
+import type { RedisClient } from './platform/redis';
+import type { JobSystem } from './jobs/system';
+import type { JobRun } from './jobs/run-lifecycle-store';
+import type { Mailer } from './mail/mailer';
+import type { RuntimeSettings } from './settings/runtime';
+import type { SocialProviders } from './social/providers';
 import { AuditService } from './audit/service';
 import { SessionService } from './sessions/service';
 import { Limits } from './ratelimit/limits';
@@ -33,18 +40,33 @@ import { ProjectService } from './projects/service';
 import { TotpService } from './mfa/totp';
 import { RecoveryCodes } from './mfa/recovery-codes';
 import { MfaService } from './mfa/service';
+import { SignInChallenges } from './sessions/challenges';
+import { SignInService } from './signin/service';
+import { StepUp } from './signin/step-up';
 import { PasskeyService } from './passkeys/service';
 import { SettingsService } from './settings/service';
 import { RetentionService } from './retention/service';
 import { SocialService } from './social/service';
 import { setTenantContext, type TenantContext } from './platform/tenant-context';
 
-/** A database handle: the pool, or one open transaction. */
-export type Executor = Knex | Knex.Transaction;
+/** The long-lived parts the services use (built once by the composition root, src/app-context-factory.ts). */
+export interface Platform {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  redis: RedisClient;
+  jobs: JobSystem;
+  mailer: Mailer;
+  /** The runtime settings in force (environment defaults, operators' overrides), kept current across instances. */
+  runtimeSettings: RuntimeSettings;
+  socialProviders: SocialProviders;
+  now: () => Date;
+}
 
-/** The long-lived parts every scope shares (built once by the composition root). */
-export type Platform = Omit<AppContext, 'services'>;
-
+/**
+ * Every service, built once per scope and wired to its collaborators. It satisfies each service's
+ * own `Scope<{ … }>`: a service sees only what it declared.
+ */
 export class Services {
   private readonly made = new Map<string, unknown>();
 
@@ -57,7 +79,7 @@ export class Services {
   ) {}
 
   /** Where queries go: the transaction, else the platform's pool (read on each use). */
-  get db(): Executor {
+  get db(): Db {
     return this.trx ?? this.platform.db;
   }
 
@@ -65,17 +87,29 @@ export class Services {
     return this.pendingRuns !== null;
   }
 
-  get config() {
+  get config(): Config {
     return this.platform.config;
   }
 
-  get logger() {
+  get logger(): Logger {
     return this.platform.logger;
   }
 
   /** The runtime settings in force (read at each use: an operator may change them at any time). */
-  get settings() {
-    return this.platform.settings;
+  get runtimeSettings(): RuntimeSettings {
+    return this.platform.runtimeSettings;
+  }
+
+  get jobSystem(): JobSystem {
+    return this.platform.jobs;
+  }
+
+  get mailer(): Mailer {
+    return this.platform.mailer;
+  }
+
+  get socialProviders(): SocialProviders {
+    return this.platform.socialProviders;
   }
 
   now(): Date {
@@ -132,7 +166,7 @@ export class Services {
   }
 
   get limits(): Limits {
-    return this.once('limits', () => new Limits(this.platform.redis, this.config.redisPrefix, this.platform.settings, this.inTransaction));
+    return this.once('limits', () => new Limits(this.platform.redis, this.config.redisPrefix, this.platform.runtimeSettings, this.inTransaction));
   }
 
   get passwords(): PasswordHasher {
@@ -157,6 +191,18 @@ export class Services {
 
   get operators(): OperatorGrants {
     return this.once('operators', () => new OperatorGrants(this));
+  }
+
+  get challenges(): SignInChallenges {
+    return this.once('challenges', () => new SignInChallenges(this));
+  }
+
+  get signIn(): SignInService {
+    return this.once('signIn', () => new SignInService(this));
+  }
+
+  get stepUp(): StepUp {
+    return this.once('stepUp', () => new StepUp(this));
   }
 
   get mfa(): MfaService {
@@ -211,8 +257,8 @@ export class Services {
     return this.once('projects', () => new ProjectService(this));
   }
 
-  get runtimeSettings(): SettingsService {
-    return this.once('runtimeSettings', () => new SettingsService(this));
+  get settings(): SettingsService {
+    return this.once('settings', () => new SettingsService(this));
   }
 
   get social(): SocialService {

@@ -6,7 +6,7 @@ import { toPasskeyProof } from './proof';
 export const completeMfaLogin: Handler<'completeMfaLogin'> = async ({ app, services, body, meta }) => {
   const factor =
     'passkey' in body ? { passkey: toPasskeyProof(body.passkey) } : 'recovery_code' in body ? { recoveryCode: body.recovery_code } : { code: body.code };
-  const issued = await services.mfa.complete({ challengeToken: body.challenge_token, factor, transport: body.transport }, meta);
+  const issued = await services.signIn.completeChallenge({ challengeToken: body.challenge_token, factor, transport: body.transport }, meta);
   const reply = sessionReply(app.config, issued, app.now());
   return { status: 200, body: reply.body, headers: reply.headers };
 };

@@ -1,6 +1,6 @@
 // The contract's proof objects (StepUpProof, spec 2.5's passkey) as the domain takes them.
 import type { components } from '../../codegen/api-types';
-import type { StepUpProof } from '../../src/accounts/service';
+import type { StepUpProof } from '../../src/signin/step-up';
 
 type ApiProof = components['schemas']['StepUpProof'];
 type ApiPasskeyProof = components['schemas']['PasskeyProof'];

@@ -4,8 +4,7 @@
 import type { components } from '../../codegen/api-types';
 import type { Config } from '../../src/config';
 import type { AccountView } from '../../src/accounts/me';
-import type { IssuedSession } from '../../src/accounts/service';
-import type { IssuedChallenge } from '../../src/mfa/service';
+import type { IssuedChallenge, IssuedSession } from '../../src/signin/service';
 import { secondsUntil, sessionCookie } from '../../src/http/session-cookie';
 
 type ApiUser = components['schemas']['User'];

@@ -4,5 +4,5 @@ import { ceremonyReply } from '../passkeys/views';
 /** 200 PasskeyCeremony (purpose `mfa`) for a sign-in challenge. */
 export const startMfaPasskey: Handler<'startMfaPasskey'> = async ({ services, body }) => ({
   status: 200,
-  body: ceremonyReply(await services.mfa.startPasskey(body.challenge_token)),
+  body: ceremonyReply(await services.signIn.startPasskeyFactor(body.challenge_token)),
 });

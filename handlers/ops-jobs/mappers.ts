@@ -1,6 +1,6 @@
 // Domain → API shapes for job runs (one place, used by every ops-jobs and ops-mail handler).
 import type { components } from '../../codegen/api-types';
-import type { JobRun } from '../../src/jobs/store';
+import type { JobRun } from '../../src/jobs/run-lifecycle-store';
 import type { JobDefinition, JobDefinitionChange, ScheduledJob } from '../../src/jobs/definitions';
 
 export type ApiJobRun = components['schemas']['JobRun'];

@@ -2,6 +2,6 @@ import type { Handler } from '../types';
 import { toApiSettingChange } from './views';
 
 export const listSettingHistory: Handler<'listSettingHistory'> = async ({ services, params, query }) => {
-  const { items, nextCursor } = await services.runtimeSettings.history(params.key, { limit: query.limit, cursor: query.cursor });
+  const { items, nextCursor } = await services.settings.history(params.key, { limit: query.limit, cursor: query.cursor });
   return { status: 200, body: { items: items.map(toApiSettingChange), next_cursor: nextCursor } };
 };

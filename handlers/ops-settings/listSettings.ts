@@ -2,6 +2,6 @@ import type { Handler } from '../types';
 import { toApiSetting } from './views';
 
 export const listSettings: Handler<'listSettings'> = async ({ services }) => {
-  const settings = await services.runtimeSettings.list();
+  const settings = await services.settings.list();
   return { status: 200, body: { items: settings.map(toApiSetting), next_cursor: null } };
 };

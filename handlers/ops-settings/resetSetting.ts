@@ -4,6 +4,6 @@ import { toApiSetting } from './views';
 
 export const resetSetting: Handler<'resetSetting'> = async (ctx) => {
   const { version, reason } = ctx.body;
-  const setting = await ctx.services.runtimeSettings.reset(ctx.params.key, { version, reason }, actingOperator(ctx));
+  const setting = await ctx.services.settings.reset(ctx.params.key, { version, reason }, actingOperator(ctx));
   return { status: 200, body: toApiSetting(setting) };
 };

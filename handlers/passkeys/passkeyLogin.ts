@@ -3,7 +3,7 @@ import { sessionReply } from '../auth/session-reply';
 
 /** 200 LoginSuccess: a passkey satisfies both factors. */
 export const passkeyLogin: Handler<'passkeyLogin'> = async ({ app, services, body, meta }) => {
-  const issued = await services.passkeys.signIn(
+  const issued = await services.signIn.withPasskey(
     { ceremonyToken: body.ceremony_token, credential: body.credential as Record<string, unknown>, transport: body.transport ?? 'cookie' },
     meta,
   );

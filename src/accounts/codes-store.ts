@@ -1,10 +1,10 @@
 // one_time_codes: the only file with SQL for one-time codes.
 import type { Knex } from 'knex';
 import { deleteInBatches } from '../platform/batches';
+import type { Db } from '../platform/database';
 
 export type CodePurpose = 'verify_email' | 'password_reset';
 
-type Db = Knex | Knex.Transaction;
 
 export interface LiveCode {
   id: number;

@@ -1,8 +1,13 @@
 // Email verification (POST /v1/auth/verify-email and /verify-email/resend): a one-time code
 // (one-time-codes.ts) mailed through `service.mail.send`, queued in the same transaction as the
 // code; the code travels in the run's `secret`, never in a subject, log line or stored copy.
-import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/service';
+import type { OperatorGrants } from './operators';
+import type { Scope } from '../platform/scope';
+import type { AuditService } from '../audit/service';
+import type { Limits } from '../ratelimit/limits';
+import type { OneTimeCodes } from './one-time-codes';
+import type { MailService } from '../mail/service';
 import type { Caller, SessionUser } from '../sessions/service';
 import { commonErrors } from '../errors';
 import { accountErrors } from './errors';
@@ -11,8 +16,10 @@ import * as store from './store';
 
 const CODE_MINUTES = CODE_TTL_MS / 60_000;
 
+type Deps = Scope<{ audit: AuditService; limits: Limits; codes: OneTimeCodes; mail: MailService; emailVerification: EmailVerificationService; operators: OperatorGrants }>;
+
 export class EmailVerificationService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'audit' | 'limits' | 'codes' | 'mail' | 'transaction'>) {}
+  constructor(private readonly s: Deps) {}
 
   /** Issues a verification code and queues its mail (registration and resend, inside their transaction). */
   async queueCode(user: { id: string; email: string }, by: { actor: Actor; meta: RequestMeta }): Promise<{ jobRunId: number; expiresAt: Date }> {

@@ -1,14 +1,6 @@
 // The account as its owner sees it: GET /v1/auth/me and the `user` of every sign-in reply.
-import type { SessionUser } from '../sessions/store';
+import type { MfaSummary, SessionUser } from '../sessions/store';
 import type { UserRow } from './store';
-
-export interface MfaSummary {
-  /** Sign-in asks for a second factor (TOTP on, or any passkey). */
-  enabled: boolean;
-  totp: boolean;
-  passkeys: number;
-  recoveryCodesRemaining: number;
-}
 
 export interface AccountView {
   id: string;
@@ -19,11 +11,6 @@ export interface AccountView {
   mfa: MfaSummary;
   createdAt: Date;
   updatedAt: Date;
-}
-
-/** The one rule for "sign-in asks for a second factor": the authenticator app on, or any passkey. */
-export function mfaSummary(factors: { totp: boolean; passkeys: number; recoveryCodesRemaining: number }): MfaSummary {
-  return { enabled: factors.totp || factors.passkeys > 0, ...factors };
 }
 
 /** A new account's (register): nothing yet. */

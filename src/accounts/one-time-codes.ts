@@ -3,7 +3,9 @@
 // derived from SESSION_SECRET) and compared in constant time. On top, a daily cap per account on wrong codes (DESIGN 6, `code_failures.account`):
 // without it 3 codes per 15 minutes × 5 tries allowed ~1,400 guesses a day.
 import { randomInt } from 'node:crypto';
-import type { Services } from '../services';
+import type { Scope } from '../platform/scope';
+import type { Limits } from '../ratelimit/limits';
+import type { AuditService } from '../audit/service';
 import type { RequestMeta } from '../audit/service';
 import { rateLimited } from '../errors';
 import * as store from './codes-store';
@@ -13,9 +15,10 @@ export type { CodePurpose } from './codes-store';
 export const CODE_TTL_MS = 15 * 60 * 1000;
 export const CODE_MAX_FAILURES = 5;
 
-export class OneTimeCodes {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'limits' | 'audit'>) {}
+type Deps = Scope<{ limits: Limits; audit: AuditService }>;
 
+export class OneTimeCodes {
+  constructor(private readonly s: Deps) {}
 
   /** A new code for the user (earlier unused ones of the purpose die); the plain code is only mailed. */
   async issue(userId: string, purpose: store.CodePurpose): Promise<{ code: string; expiresAt: Date }> {

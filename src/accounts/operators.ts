@@ -7,8 +7,8 @@
 // OPERATOR_EMAILS is applied at every start and again the moment a listed address is verified
 // (verification code, password reset, or sign-up with a provider-verified email), so nobody waits
 // for a restart, and nobody who registers a listed address first gets the role by doing so.
-import type { Services } from '../services';
-import type { Actor } from '../audit/service';
+import type { Scope } from '../platform/scope';
+import type { Actor, AuditService } from '../audit/service';
 import * as store from './store';
 
 /** What `grant-operator` did, or why it refused. */
@@ -20,48 +20,58 @@ const SYSTEM: Actor = { kind: 'system', id: null };
 /** The account commands run with the database's owner, not as a signed-in operator. */
 const COMMAND: Actor = { kind: 'operator', id: null };
 
-/** Every method runs inside the caller's transaction (`services.transaction`). */
-export class OperatorGrants {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit'>) {}
+type Deps = Scope<{ audit: AuditService }>;
 
-  private async recordGranted(userId: string, actor: Actor, via: string): Promise<void> {
-    await this.s.audit.record({ action: 'ops.operator.granted', actor, target: { kind: 'user', id: userId }, data: { via } });
+/** Each change and its audit event share a transaction (the caller's, when there is one). */
+export class OperatorGrants {
+  constructor(private readonly s: Deps) {}
+
+  private async recordGranted(tx: Deps, userId: string, actor: Actor, via: string): Promise<void> {
+    await tx.audit.record({ action: 'ops.operator.granted', actor, target: { kind: 'user', id: userId }, data: { via } });
   }
 
   /** At start: every listed account that is verified and enabled. The ids granted now. */
-  async grantListed(): Promise<string[]> {
-    const granted = await store.grantVerifiedOperators(this.s.db, this.s.config.operatorEmails, this.s.now());
-    for (const id of granted) await this.recordGranted(id, SYSTEM, 'operator_emails');
-    return granted;
+  grantListed(): Promise<string[]> {
+    return this.s.transaction(async (tx) => {
+      const granted = await store.grantVerifiedOperators(tx.db, tx.config.operatorEmails, tx.now());
+      for (const id of granted) await this.recordGranted(tx, id, SYSTEM, 'operator_emails');
+      return granted;
+    });
   }
 
   /** Right after the account's email became verified: the role, when OPERATOR_EMAILS lists it. */
-  async grantIfListed(userId: string): Promise<boolean> {
-    const [granted] = await store.grantVerifiedOperators(this.s.db, this.s.config.operatorEmails, this.s.now(), userId);
-    if (granted) await this.recordGranted(granted, SYSTEM, 'operator_emails');
-    return granted !== undefined;
+  grantIfListed(userId: string): Promise<boolean> {
+    return this.s.transaction(async (tx) => {
+      const [granted] = await store.grantVerifiedOperators(tx.db, tx.config.operatorEmails, tx.now(), userId);
+      if (granted) await this.recordGranted(tx, granted, SYSTEM, 'operator_emails');
+      return granted !== undefined;
+    });
   }
 
   /** `grant-operator EMAIL`. */
-  async grant(email: string): Promise<GrantOutcome> {
-    const user = await store.lockOperatorCandidate(this.s.db, email);
-    if (!user) return 'no_account';
-    if (user.operator) return 'already_operator';
-    if (user.disabled) return 'disabled';
-    if (!user.verified) return 'unverified';
-    await store.setOperator(this.s.db, user.id, true, this.s.now());
-    await this.recordGranted(user.id, COMMAND, 'command_line');
-    return 'granted';
+  grant(email: string): Promise<GrantOutcome> {
+    return this.s.transaction(async (tx) => {
+      const user = await store.lockOperatorCandidate(tx.db, email);
+      if (!user) return 'no_account';
+      if (user.operator) return 'already_operator';
+      if (user.disabled) return 'disabled';
+      if (!user.verified) return 'unverified';
+      await store.setOperator(tx.db, user.id, true, tx.now());
+      await this.recordGranted(tx, user.id, COMMAND, 'command_line');
+      return 'granted';
+    });
   }
 
   /** `revoke-operator EMAIL`: takes effect on the account's next request (sessions read the flag each time). */
-  async revoke(email: string): Promise<RevokeOutcome> {
-    const user = await store.lockOperatorCandidate(this.s.db, email);
-    if (!user) return 'no_account';
-    if (!user.operator) return 'not_operator';
-    await store.setOperator(this.s.db, user.id, false, this.s.now());
-    await this.s.audit.record({ action: 'ops.operator.revoked', actor: COMMAND, target: { kind: 'user', id: user.id }, data: { via: 'command_line' } });
-    return 'revoked';
+  revoke(email: string): Promise<RevokeOutcome> {
+    return this.s.transaction(async (tx) => {
+      const user = await store.lockOperatorCandidate(tx.db, email);
+      if (!user) return 'no_account';
+      if (!user.operator) return 'not_operator';
+      await store.setOperator(tx.db, user.id, false, tx.now());
+      await tx.audit.record({ action: 'ops.operator.revoked', actor: COMMAND, target: { kind: 'user', id: user.id }, data: { via: 'command_line' } });
+      return 'revoked';
+    });
   }
 
   /** Operators whose email is not verified: granted before grants asked for it, or by hand in SQL. */

@@ -7,8 +7,17 @@
 //
 // Reset checks the code in one transaction, hashes the new password with no transaction open,
 // then uses the code and sets the password in a second one (a code used meanwhile loses).
-import type { Services } from '../services';
 import type { RequestMeta } from '../audit/service';
+import type { OperatorGrants } from './operators';
+import type { Scope } from '../platform/scope';
+import type { AuditService } from '../audit/service';
+import type { Limits } from '../ratelimit/limits';
+import type { OneTimeCodes } from './one-time-codes';
+import type { MailService } from '../mail/service';
+import type { JobOutbox } from '../jobs/outbox';
+import type { PasswordHasher } from './passwords';
+import type { AccountService } from './service';
+import type { SessionService } from '../sessions/service';
 import { accountErrors } from './errors';
 import { CODE_TTL_MS } from './one-time-codes';
 import * as store from './store';
@@ -22,8 +31,10 @@ export interface PasswordResetPayload {
   meta: { request_id: string | null; ip: string | null; user_agent: string | null };
 }
 
+type Deps = Scope<{ audit: AuditService; limits: Limits; codes: OneTimeCodes; mail: MailService; outbox: JobOutbox; passwords: PasswordHasher; accounts: AccountService; sessions: SessionService; operators: OperatorGrants }>;
+
 export class PasswordResetService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'audit' | 'limits' | 'codes' | 'mail' | 'outbox' | 'passwords' | 'transaction' | 'accounts' | 'sessions'>) {}
+  constructor(private readonly s: Deps) {}
 
   /** POST /v1/auth/password/forgot: always the same work and the same answer, account or not. */
   async request(rawEmail: string, meta: RequestMeta): Promise<{ codeExpiresIn: number }> {

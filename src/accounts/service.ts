@@ -1,42 +1,50 @@
-// Accounts: registration, password sign-in, password change, fresh proofs for sensitive changes,
-// and account deletion (operator grants: operators.ts). Each change and its audit events share one transaction;
-// mail is queued in it and sent after the commit. Rate limits and bcrypt run before a transaction
+// Accounts: registration's account, the password check of a sign-in, password change, and the
+// account's life cycle as named workflows — deletion (after a fresh proof: src/signin/step-up.ts),
+// disabling and enabling (the command line) — each reached by handlers and the command line alike
+// (operator grants: operators.ts). Each change and its audit events share one transaction; mail
+// is queued in it and sent after the commit. Rate limits and bcrypt run before a transaction
 // opens (src/services.ts refuses them inside one).
-import type { Services } from '../services';
-import type { Actor, RequestMeta } from '../audit/service';
-import type { NewSession, Transport } from '../sessions/service';
-import type { SignInOutcome } from '../mfa/service';
-import type { CeremonyPurpose } from '../passkeys/store';
-import type { Credential } from '../passkeys/service';
+import type { Scope } from '../platform/scope';
+import type { RuntimeSettings } from '../settings/runtime';
+import { userActor, type Actor, type AuditService, type RequestMeta } from '../audit/service';
+import type { Limits } from '../ratelimit/limits';
+import type { SessionService } from '../sessions/service';
+import type { SignInChallenges } from '../sessions/challenges';
+import type { MailService } from '../mail/service';
+import type { OrgService } from '../orgs/service';
+import type { PasswordHasher } from './passwords';
+import type { EmailVerificationService } from './email-verification';
 import { commonErrors } from '../errors';
 import { accountErrors } from './errors';
-import { accountView, NO_SECOND_FACTOR, type AccountView } from './me';
 import { isCommonPassword } from './passwords';
 import * as store from './store';
 
-/** A completed sign-in: what the HTTP edge turns into the LoginSuccess body (and the cookie). */
-export interface IssuedSession {
-  user: AccountView;
-  session: NewSession;
-  transport: Transport;
-}
-
-/** A fresh proof for a sensitive change (`StepUpProof` in the contract): exactly one of these. */
-export interface StepUpProof {
-  code?: string;
-  passkey?: { ceremonyToken: string; credential: Credential };
-  password?: string;
-}
-
+/** How a fresh proof was given (`StepUpProof`, checked by src/signin/step-up.ts). */
 export type ProofMethod = 'password' | 'code' | 'passkey';
 
-export const proofMethod = (proof: StepUpProof): ProofMethod => (proof.password !== undefined ? 'password' : proof.code !== undefined ? 'code' : 'passkey');
+/** A registration's account, checked and with its password hashed: `prepareRegistration` → `create`. */
+export interface NewAccount {
+  email: string;
+  name: string | null;
+  passwordHash: string;
+}
 
-const userActor = (id: string | null): Actor => ({ kind: 'user', id });
+
+type Deps = Scope<{
+  runtimeSettings: RuntimeSettings;
+  audit: AuditService;
+  limits: Limits;
+  passwords: PasswordHasher;
+  sessions: SessionService;
+  challenges: SignInChallenges;
+  mail: MailService;
+  emailVerification: EmailVerificationService;
+  orgs: OrgService;
+}>;
 
 export class AccountService {
   constructor(
-    private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'settings' | 'audit' | 'limits' | 'passwords' | 'transaction' | 'sessions' | 'mail' | 'emailVerification' | 'orgs' | 'mfa' | 'totp' | 'passkeys'>,
+    private readonly s: Deps,
   ) {}
 
   /**
@@ -44,7 +52,7 @@ export class AccountService {
    * stricter, and the 10,000 most common passwords are refused. Errors name `body.<field>`.
    */
   checkNewPassword(password: string, field = 'password'): void {
-    const min = this.s.settings.get('auth.password_min_length');
+    const min = this.s.runtimeSettings.get('auth.password_min_length');
     if ([...password].length < min) {
       throw commonErrors.validation(undefined, { errors: [{ message: `must NOT have fewer than ${min} characters`, location: `body.${field}` }] });
     }
@@ -54,47 +62,41 @@ export class AccountService {
   }
 
   /**
-   * POST /v1/auth/register: creates the account (email unverified), mails a verification code and
-   * signs the new account in, in one transaction with `auth.registered` and `auth.login.succeeded`.
-   * 429 over the per-IP limit; 403 while registration is closed; 409 `email_taken`.
+   * POST /v1/auth/register, before its transaction: 429 over the per-IP limit; 403 while
+   * registration is closed; the password rules; then the hash (bcrypt, outside any transaction).
    */
-  async register(input: { email: string; password: string; name?: string | null; transport?: Transport }, meta: RequestMeta): Promise<IssuedSession> {
+  async prepareRegistration(input: { email: string; password: string; name?: string | null }, meta: RequestMeta): Promise<NewAccount> {
     await this.s.limits.hit({ limit: 'register.ip', subject: meta.ip ?? 'unknown' });
-    if (!this.s.settings.get('auth.registration_enabled')) throw accountErrors.registrationClosed();
+    if (!this.s.runtimeSettings.get('auth.registration_enabled')) throw accountErrors.registrationClosed();
     this.checkNewPassword(input.password);
-    const transport = input.transport ?? 'cookie';
-    const email = store.normaliseEmail(input.email);
-    const passwordHash = await this.s.passwords.hash(input.password);
-    return this.s.transaction(async (tx) => {
-      const user = await store.createUser(tx.db, { email, name: input.name ?? null, passwordHash, now: tx.now() });
-      if (!user) throw accountErrors.emailTaken();
-      const actor = userActor(user.id);
-      await tx.emailVerification.queueCode(user, { actor, meta });
-      const session = await tx.sessions.start({ userId: user.id, transport, ip: meta.ip, userAgent: meta.userAgent });
-      await tx.audit.record({ action: 'auth.registered', actor, target: { kind: 'user', id: user.id }, data: { method: 'password' }, meta });
-      await tx.audit.record({
-        action: 'auth.login.succeeded',
-        actor,
-        target: { kind: 'session', id: session.id },
-        data: { method: 'password', transport, via: 'register' },
-        meta,
-      });
-      return { user: accountView(user, NO_SECOND_FACTOR), session, transport };
-    });
+    return { email: store.normaliseEmail(input.email), name: input.name ?? null, passwordHash: await this.s.passwords.hash(input.password) };
   }
 
   /**
-   * POST /v1/auth/login with email and password. Unknown email, wrong password and an account
-   * without a password all cost exactly one bcrypt compare and answer the same 401
-   * `invalid_credentials`. A hash made with another cost than the configured one is replaced on
-   * success. 429 over the per-IP or per-address limit. A user with a second factor gets a
-   * challenge instead of a session (src/mfa/service.ts `signIn`, shared by every way of signing in).
+   * The account of a registration, in the caller's transaction (src/signin signs it in): email
+   * unverified, a verification code mailed, `auth.registered`. 409 `email_taken`.
    */
-  async login(input: { email: string; password: string; transport?: Transport }, meta: RequestMeta): Promise<SignInOutcome> {
-    const email = store.normaliseEmail(input.email);
+  async create(account: NewAccount, meta: RequestMeta): Promise<store.UserRow> {
+    const user = await store.createUser(this.s.db, { ...account, now: this.s.now() });
+    if (!user) throw accountErrors.emailTaken();
+    const actor = userActor(user.id);
+    await this.s.emailVerification.queueCode(user, { actor, meta });
+    await this.s.audit.record({ action: 'auth.registered', actor, target: { kind: 'user', id: user.id }, data: { method: 'password' }, meta });
+    return user;
+  }
+
+  /**
+   * The password of a sign-in (POST /v1/auth/login). Unknown email, wrong password and an account
+   * without a password all cost exactly one bcrypt compare and answer the same 401
+   * `invalid_credentials` (with `auth.login.failed`). 429 over the per-IP or per-address limit.
+   * `newHash`: the password hashed again when its hash was made with another cost than the
+   * configured one (the sign-in stores it with `replacePasswordHash`).
+   */
+  async checkPassword(emailInput: string, password: string, meta: RequestMeta): Promise<{ user: store.UserRow; newHash: string | null }> {
+    const email = store.normaliseEmail(emailInput);
     await this.s.limits.hit({ limit: 'login.ip', subject: meta.ip ?? 'unknown' }, { limit: 'login.email', subject: email });
     const user = await store.findUserByEmail(this.s.db, email);
-    const matches = await this.s.passwords.verify(input.password, user?.passwordHash ?? null);
+    const matches = await this.s.passwords.verify(password, user?.passwordHash ?? null);
     if (!user || !matches) {
       await this.s.audit.record({
         action: 'auth.login.failed',
@@ -105,10 +107,12 @@ export class AccountService {
       });
       throw accountErrors.invalidCredentials();
     }
-    const rehashed = this.s.passwords.needsRehash(user.passwordHash!) ? await this.s.passwords.hash(input.password) : null;
-    return this.s.mfa.signIn(user, { firstFactor: 'password', transport: input.transport ?? 'cookie' }, meta, async (tx) => {
-      if (rehashed) await store.replacePasswordHash(tx.db, user.id, user.passwordHash!, rehashed);
-    });
+    return { user, newHash: this.s.passwords.needsRehash(user.passwordHash!) ? await this.s.passwords.hash(password) : null };
+  }
+
+  /** Stores a rehashed password, unless it changed meanwhile (not a change of password). */
+  async replacePasswordHash(user: store.UserRow, newHash: string): Promise<void> {
+    await store.replacePasswordHash(this.s.db, user.id, user.passwordHash!, newHash);
   }
 
   /** Locks the user's row (for the rest of the transaction) and counts the ways they can sign in; null when gone. */
@@ -162,62 +166,7 @@ export class AccountService {
   }
 
   /**
-   * Checks a fresh proof for a sensitive change. Every proof counts towards `step_up.user` first,
-   * so the 6th try in 15 minutes is refused (429) whether or not it is right; a right one resets
-   * the count. 401 `invalid_credentials` for a wrong password, 401 `invalid_code` for a TOTP code
-   * that is wrong or used before, or a passkey response that does not verify (its ceremony must be
-   * the user's, of purpose `verification`, or one of `passkeyPurposes`); 422
-   * `second_factor_required` for a password while a second factor is on. A wrong proof writes
-   * `auth.step_up.failed`. A code or passkey is used up by this check.
-   */
-  async verifyFreshProof(
-    input: { userId: string; proof: StepUpProof; operation: string; passkeyPurposes?: CeremonyPurpose[] },
-    meta: RequestMeta,
-  ): Promise<ProofMethod> {
-    const { userId, proof } = input;
-    const method = proofMethod(proof);
-    const attempt = { limit: 'step_up.user' as const, subject: userId };
-    await this.s.limits.hit(attempt);
-    let ok = false;
-    let reason: string | undefined;
-    if (method === 'password') {
-      if ((await this.s.mfa.state(userId)).enabled) {
-        throw accountErrors.secondFactorRequired(undefined, {
-          errors: [{ message: 'not accepted while a second factor is on; give code or passkey', location: 'body.password' }],
-        });
-      }
-      const user = await store.findUserById(this.s.db, userId);
-      ok = await this.s.passwords.verify(proof.password!, user?.passwordHash ?? null);
-    } else if (method === 'code') {
-      ok = await this.s.totp.useCode(userId, proof.code!);
-    } else {
-      const checked = await this.s.passkeys.verifyAssertion({
-        ceremonyToken: proof.passkey!.ceremonyToken,
-        credential: proof.passkey!.credential,
-        purposes: input.passkeyPurposes ?? ['verification'],
-        userId,
-        requireUserVerification: false,
-      });
-      ok = checked.ok;
-      if (!checked.ok) reason = checked.reason;
-    }
-    if (ok) {
-      await this.s.limits.reset(attempt);
-      return method;
-    }
-    await this.s.audit.record({
-      action: 'auth.step_up.failed',
-      actor: userActor(userId),
-      target: { kind: 'user', id: userId },
-      data: { operation: input.operation, method, ...(reason ? { reason } : {}) },
-      meta,
-    });
-    if (method === 'password') throw accountErrors.invalidCredentials('The password is wrong.');
-    throw accountErrors.invalidCode(method === 'code' ? 'The code is wrong or has already been used.' : 'The passkey response is not valid.');
-  }
-
-  /**
-   * DELETE /v1/auth/me, after `verifyFreshProof`, in one transaction: every session revoked, the
+   * DELETE /v1/auth/me, after a fresh proof (src/signin/step-up.ts), in one transaction: every session revoked, the
    * personal data the service keeps elsewhere erased (mail records and job payloads lose the
    * address, the user's audit events their ip and user agent: the actor id stays, a pseudonym),
    * `auth.account.deleted` recorded, and the users row deleted (sessions, codes, second factors and passkeys cascade), so
@@ -248,5 +197,27 @@ export class AccountService {
     // the address or the user id. They expire within a day anyway; this makes it now.
     await Promise.all([this.s.limits.forget(deleted.email), this.s.limits.forget(userId)]).catch(() => undefined);
     return { sessionsRevoked: deleted.sessionsRevoked };
+  }
+
+  /**
+   * disable-account / enable-account (the command line), in one transaction: the flag (every
+   * sign-in then answers 403 `account_disabled`), and on disabling the end of the account's
+   * sessions and of its sign-ins waiting for a second factor; `auth.account.disabled` /
+   * `auth.account.enabled`. Null when no account has the address.
+   */
+  setDisabled(email: string, disabled: boolean, actor: Actor, data: Record<string, unknown>): Promise<{ userId: string; sessionsRevoked: number } | null> {
+    return this.s.transaction(async (tx) => {
+      const userId = await store.setDisabled(tx.db, email, disabled, tx.now());
+      if (!userId) return null;
+      const sessionsRevoked = disabled ? await tx.sessions.revokeAllOf(userId, null) : 0;
+      if (disabled) await tx.challenges.endAllOf(userId);
+      await tx.audit.record({
+        action: disabled ? 'auth.account.disabled' : 'auth.account.enabled',
+        actor,
+        target: { kind: 'user', id: userId },
+        data: { ...data, sessions_revoked: sessionsRevoked },
+      });
+      return { userId, sessionsRevoked };
+    });
   }
 }

@@ -2,8 +2,8 @@
 import type { Knex } from 'knex';
 import { newId } from '../ids';
 import { prepared, runPrepared } from '../platform/prepared';
+import type { Db } from '../platform/database';
 
-type Db = Knex | Knex.Transaction;
 
 export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();

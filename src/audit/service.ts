@@ -1,14 +1,17 @@
 // Audit events as other domains write them: on the services' database handle, so inside a
 // transaction the event commits exactly when the change it describes does. Operators read them
 // (list, one event, counts over a window); retention deletes them (pruneBefore).
-import type { Services } from '../services';
 import { commonErrors, invalidField } from '../errors';
+import type { Scope } from '../platform/scope';
 import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
 import { DAY_US, HOUR_US, instantDate, isInstant, microsOf, parseInstant } from './instants';
 import { planWindow, runs, type Range, type WindowPlan } from './rollups';
 import * as store from './store';
 
 export type { Actor, ActorKind, AuditEvent, AuditEventInput, RequestMeta } from './store';
+
+/** A signed-in user (or, with null, an unknown one) as the actor of an event. */
+export const userActor = (id: string | null): store.Actor => ({ kind: 'user', id });
 
 /** The filters of GET /ops/audit as the request gives them. */
 export interface EventQuery {
@@ -36,8 +39,10 @@ const STATS_MAX_US = 366 * DAY_US;
 /** Buckets filled per statement: a statement stays far below the statement timeout. */
 const FILL_CHUNK = { hour: 24, day: 31 };
 
+type Deps = Scope;
+
 export class AuditService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now'>) {}
+  constructor(private readonly s: Deps) {}
 
   record(event: store.AuditEventInput): Promise<string> {
     return store.insertAuditEvent(this.s.db, event);

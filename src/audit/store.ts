@@ -5,8 +5,8 @@ import { prepared, runPrepared } from '../platform/prepared';
 import { deleteInBatches } from '../platform/batches';
 import { instantText } from './instants';
 import type { Range, WindowPlan } from './rollups';
+import type { Db } from '../platform/database';
 
-type Db = Knex | Knex.Transaction;
 
 export type ActorKind = 'user' | 'operator' | 'system' | 'provider';
 
@@ -37,7 +37,7 @@ const INSERT_AUDIT_EVENT = prepared(
    values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 );
 
-export async function insertAuditEvent(trx: Knex | Knex.Transaction, event: AuditEventInput): Promise<string> {
+export async function insertAuditEvent(trx: Db, event: AuditEventInput): Promise<string> {
   const id = newId('aud');
   await runPrepared(trx, INSERT_AUDIT_EVENT, [
     id,
@@ -56,7 +56,7 @@ export async function insertAuditEvent(trx: Knex | Knex.Transaction, event: Audi
 }
 
 /** Clears ip and user agent of every event the user acted in (the actor id stays, a pseudonym). */
-export async function eraseActorDetails(db: Knex | Knex.Transaction, userId: string): Promise<number> {
+export async function eraseActorDetails(db: Db, userId: string): Promise<number> {
   return db('audit_events').where({ actor_id: userId }).where((q) => q.whereNotNull('ip').orWhereNotNull('user_agent')).update({ ip: null, user_agent: null });
 }
 
@@ -67,7 +67,7 @@ export async function eraseActorDetails(db: Knex | Knex.Transaction, userId: str
  */
 export const ACTIONS_WITH_ADDRESS = ['ops.mail.test_sent', 'org.invitation.created', 'org.invitation.revoked'];
 
-export async function eraseAddressInData(db: Knex | Knex.Transaction, email: string): Promise<number> {
+export async function eraseAddressInData(db: Db, email: string): Promise<number> {
   return db('audit_events')
     .whereIn('action', ACTIONS_WITH_ADDRESS)
     .where((q) => q.whereRaw("lower(data->>'to') = lower(?)", [email]).orWhereRaw("lower(data->>'email') = lower(?)", [email]))

@@ -3,9 +3,13 @@
 // commits). The run's payload carries the template, its plain parameters and, under `secret`, the
 // one-time code; the job system drops `secret` from the payload when the run is final. The stored
 // copy in mail_messages has every secret masked. Subjects never hold a secret.
-import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/service';
-import type { JobRun } from '../jobs/store';
+import type { Mailer } from './mailer';
+import type { Scope } from '../platform/scope';
+import type { JobOutbox } from '../jobs/outbox';
+import type { AuditService } from '../audit/service';
+import type { QueuesService } from '../jobs/queues';
+import type { JobRun } from '../jobs/run-lifecycle-store';
 import { UnrecoverableError } from '../jobs/kinds';
 import { isTemplateName, render, templateSecrets, type TemplatedMail } from './templates';
 import * as store from './store';
@@ -17,8 +21,10 @@ export const MAIL_RETENTION_DAYS = 30;
 /** The payload of a `service.mail.send` run. */
 export type MailJobPayload = TemplatedMail & { to: string };
 
+type Deps = Scope<{ mailer: Mailer; outbox: JobOutbox; audit: AuditService; queues: QueuesService; mail: MailService }>;
+
 export class MailService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'outbox' | 'audit' | 'transaction' | 'platform' | 'queues'>) {}
+  constructor(private readonly s: Deps) {}
 
   /** Queues one email; it is sent after the surrounding transaction commits. */
   queue(to: string, mail: TemplatedMail, by: { actor: Actor; meta?: RequestMeta }): Promise<JobRun> {
@@ -33,7 +39,7 @@ export class MailService {
     // is the user's to ask for (no mail with a placeholder instead of the code).
     const missing = templateSecrets[payload.template].filter((name) => !payload.secret?.[name as keyof typeof payload.secret]);
     if (missing.length) throw new UnrecoverableError(`the message's ${missing.join(', ')} was cleared when its run ended; it cannot be sent again`);
-    const mailer = this.s.platform.mailer;
+    const mailer = this.s.mailer;
     const { messageId } = await mailer.send({ to: payload.to, ...render(payload, true) }, jobRunId);
     const stored = render(payload, false);
     await store.insertMailRecord(this.s.db, { jobRunId, to: payload.to, template: payload.template, ...stored, transport: mailer.transport, messageId });
@@ -60,7 +66,7 @@ export class MailService {
   }
 
   describe() {
-    return this.s.platform.mailer.describe();
+    return this.s.mailer.describe();
   }
 
   /**

@@ -2,8 +2,8 @@
 // secret masked (see templates.ts); erased records keep only that a message was sent.
 import type { Knex } from 'knex';
 import { deleteInBatches } from '../platform/batches';
+import type { Db } from '../platform/database';
 
-type Db = Knex | Knex.Transaction;
 
 export interface MailRecord {
   jobRunId: number | null;

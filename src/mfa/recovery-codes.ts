@@ -2,7 +2,7 @@
 // shown once, stored only as HMACs (a key derived from SESSION_SECRET), single use; a new set replaces
 // the old one. They are what gets a user back in after losing the authenticator app.
 import { randomInt } from 'node:crypto';
-import type { Services } from '../services';
+import type { Scope } from '../platform/scope';
 import * as store from './store';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
@@ -20,9 +20,10 @@ export function normaliseRecoveryCode(input: string): string | null {
   return /^[0-9a-z]{10}$/.test(plain) ? `${plain.slice(0, 5)}-${plain.slice(5)}` : null;
 }
 
-export class RecoveryCodes {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config'>) {}
+type Deps = Scope;
 
+export class RecoveryCodes {
+  constructor(private readonly s: Deps) {}
 
   /** A new set for the user; the previous codes stop working. The plain codes exist only in the answer. */
   async replace(userId: string): Promise<{ codes: string[]; createdAt: Date }> {

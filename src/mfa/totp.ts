@@ -2,9 +2,13 @@
 // A secret is pending until a code proves it, encrypted at rest (secret-box.ts), and a code is
 // accepted once: the newest step used is kept and only a later one passes (store.useTotpStep).
 import { Secret, TOTP } from 'otpauth';
-import type { Services } from '../services';
+import type { Scope } from '../platform/scope';
+import type { AuditService } from '../audit/service';
+import type { RecoveryCodes } from './recovery-codes';
+import type { MfaService } from './service';
+import type { AccountService } from '../accounts/service';
 import type { RequestMeta } from '../audit/service';
-import type { ProofMethod, StepUpProof } from '../accounts/service';
+import type { ProofMethod } from '../accounts/service';
 import { accountErrors } from '../accounts/errors';
 import { mfaErrors } from './errors';
 import { openSecret, sealSecret } from './secret-box';
@@ -21,8 +25,10 @@ export interface TotpSetup {
   expiresAt: Date;
 }
 
+type Deps = Scope<{ audit: AuditService; recoveryCodes: RecoveryCodes; mfa: MfaService; accounts: AccountService }>;
+
 export class TotpService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit' | 'transaction' | 'recoveryCodes' | 'mfa' | 'accounts'>) {}
+  constructor(private readonly s: Deps) {}
 
   private totp(secret: Secret, label: string): TOTP {
     return new TOTP({ issuer: this.s.config.mfa.totpIssuer, label, algorithm: 'SHA1', digits: 6, period: PERIOD_SECONDS, secret });
@@ -97,18 +103,13 @@ export class TotpService {
     return step !== null && (await store.useTotpStep(this.s.db, userId, step));
   }
 
-  /**
-   * DELETE /v1/auth/mfa/totp: 409 `mfa_not_enabled` while it is off (before a proof is spent),
-   * then a fresh proof (never a password: TOTP on is a second factor), then `disable`.
-   */
-  async disableWithProof(userId: string, proof: StepUpProof, meta: RequestMeta): Promise<void> {
-    if (!(await this.s.mfa.state(userId)).totp) throw mfaErrors.mfaNotEnabled('The authenticator app is not turned on.');
-    const method = await this.s.accounts.verifyFreshProof({ userId, proof, operation: 'disableTotp' }, meta);
-    await this.disable(userId, method, meta);
+  /** DELETE /v1/auth/mfa/totp, before the proof is spent: 409 `mfa_not_enabled` while it is off. */
+  async assertEnabled(userId: string): Promise<void> {
+    if (!(await store.findTotp(this.s.db, userId))?.enabled) throw mfaErrors.mfaNotEnabled('The authenticator app is not turned on.');
   }
 
   /**
-   * DELETE /v1/auth/mfa/totp, after a fresh proof: deletes the secret; with no passkey left the
+   * DELETE /v1/auth/mfa/totp, after a fresh proof (src/signin/step-up.ts): deletes the secret; with no passkey left the
    * second factor is off, so the recovery codes go too. `mfa.totp.disabled`.
    */
   async disable(userId: string, proof: ProofMethod, meta: RequestMeta): Promise<void> {

@@ -1,6 +1,6 @@
 // SQL for invitations. Statements name their organisation; accept finds its invitation by token
 // through a function (db/migrations/20261123100000_tenants.ts), since its reader is not a member yet.
-import type { Executor } from '../services';
+import type { Db } from '../platform/database';
 
 export interface InvitationRow {
   id: string;
@@ -37,7 +37,7 @@ const toInvitation = (r: any): InvitationRow => ({
 });
 
 /** An open invitation (not accepted, not revoked, not expired) of the organisation. */
-export async function findOpen(db: Executor, orgId: string, id: string, now: Date): Promise<InvitationRow | null> {
+export async function findOpen(db: Db, orgId: string, id: string, now: Date): Promise<InvitationRow | null> {
   const row = await db('invitations')
     .where({ org_id: orgId, id })
     .whereNull('accepted_at')
@@ -49,12 +49,12 @@ export async function findOpen(db: Executor, orgId: string, id: string, now: Dat
 }
 
 /** The unanswered invitation to this address, expired or not. */
-export async function findUnanswered(db: Executor, orgId: string, email: string): Promise<InvitationRow | null> {
+export async function findUnanswered(db: Db, orgId: string, email: string): Promise<InvitationRow | null> {
   const row = await db('invitations').where({ org_id: orgId, email }).whereNull('accepted_at').whereNull('revoked_at').first(COLUMNS);
   return row ? toInvitation(row) : null;
 }
 
-export async function listOpen(db: Executor, orgId: string, page: { limit: number; beforeId?: string; now: Date }): Promise<InvitationRow[]> {
+export async function listOpen(db: Db, orgId: string, page: { limit: number; beforeId?: string; now: Date }): Promise<InvitationRow[]> {
   const rows = await db('invitations')
     .where({ org_id: orgId })
     .whereNull('accepted_at')
@@ -69,7 +69,7 @@ export async function listOpen(db: Executor, orgId: string, page: { limit: numbe
   return rows.map(toInvitation);
 }
 
-export async function insert(db: Executor, inv: InvitationRow & { tokenHash: Buffer }): Promise<void> {
+export async function insert(db: Db, inv: InvitationRow & { tokenHash: Buffer }): Promise<void> {
   await db('invitations').insert({
     id: inv.id,
     org_id: inv.orgId,
@@ -82,20 +82,20 @@ export async function insert(db: Executor, inv: InvitationRow & { tokenHash: Buf
   });
 }
 
-export async function rotateToken(db: Executor, orgId: string, id: string, tokenHash: Buffer, expiresAt: Date): Promise<void> {
+export async function rotateToken(db: Db, orgId: string, id: string, tokenHash: Buffer, expiresAt: Date): Promise<void> {
   await db('invitations').where({ org_id: orgId, id }).update({ token_hash: tokenHash, expires_at: expiresAt });
 }
 
-export async function revoke(db: Executor, orgId: string, id: string, now: Date): Promise<void> {
+export async function revoke(db: Db, orgId: string, id: string, now: Date): Promise<void> {
   await db('invitations').where({ org_id: orgId, id }).update({ revoked_at: now });
 }
 
 /** Every unanswered invitation of the organisation (it is being deleted); how many. */
-export async function revokeAllUnanswered(db: Executor, orgId: string, now: Date): Promise<number> {
+export async function revokeAllUnanswered(db: Db, orgId: string, now: Date): Promise<number> {
   return db('invitations').where({ org_id: orgId }).whereNull('accepted_at').whereNull('revoked_at').update({ revoked_at: now });
 }
 
-export async function findByTokenHash(db: Executor, tokenHash: Buffer): Promise<TokenLookup | null> {
+export async function findByTokenHash(db: Db, tokenHash: Buffer): Promise<TokenLookup | null> {
   const { rows } = await db.raw<{ rows: any[] }>('select * from app_invitation_by_token_hash(?)', [tokenHash]);
   const r = rows[0];
   if (!r) return null;
@@ -112,7 +112,7 @@ export async function findByTokenHash(db: Executor, tokenHash: Buffer): Promise<
 }
 
 /** Marks it accepted unless someone did first; false then. */
-export async function markAccepted(db: Executor, orgId: string, id: string, userId: string, now: Date): Promise<boolean> {
+export async function markAccepted(db: Db, orgId: string, id: string, userId: string, now: Date): Promise<boolean> {
   const n = await db('invitations').where({ org_id: orgId, id }).whereNull('accepted_at').whereNull('revoked_at').update({ accepted_at: now, accepted_by: userId });
   return n === 1;
 }

@@ -4,8 +4,12 @@
 // its SHA-256. Rate limits (Redis) are counted between two transactions: after the caller is
 // known to be a manager of the organisation (so outsiders learn nothing from a 429), before the
 // work.
-import type { Services } from '../services';
-import type { Actor, RequestMeta } from '../audit/service';
+import { userActor, type RequestMeta } from '../audit/service';
+import type { AuditService } from '../audit/service';
+import type { MailService } from '../mail/service';
+import type { Scope } from '../platform/scope';
+import type { OrgService } from './service';
+import type { Limits } from '../ratelimit/limits';
 import type { Caller } from '../sessions/service';
 import type { Attempt } from '../ratelimit/limits';
 import { newId } from '../ids';
@@ -21,13 +25,14 @@ export type { InvitationRow } from './invitations-store';
 const EXPIRY_DAYS = 7;
 const EXPIRY_MS = EXPIRY_DAYS * 24 * 3600 * 1000;
 
-const userActor = (id: string): Actor => ({ kind: 'user', id });
+
+type Deps = Scope<{ orgs: OrgService; limits: Limits; audit: AuditService; mail: MailService }>;
 
 export class InvitationService {
-  constructor(private readonly s: Pick<Services, 'orgs' | 'limits' | 'transaction' | 'db' | 'config'>) {}
+  constructor(private readonly s: Deps) {}
 
   list(caller: Caller, orgId: string, page: { limit: number; beforeId?: string }): Promise<store.InvitationRow[]> {
-    return this.s.orgs.inOrg(caller.userId, orgId, 'invitations.read', ({ tx }) => store.listOpen(tx.db, orgId, { ...page, now: tx.now() }));
+    return this.s.orgs.inOrg(this.s, caller.userId, orgId, 'invitations.read', ({ tx }) => store.listOpen(tx.db, orgId, { ...page, now: tx.now() }));
   }
 
   /** POST /v1/orgs/{orgId}/invitations: 409 `already_member` / `invitation_pending`; 50 per organisation per hour (`org.invitation.created`). */
@@ -35,6 +40,7 @@ export class InvitationService {
     const email = input.email.trim().toLowerCase();
     await this.limitedAfterCheck(caller, orgId, { limit: 'invitations.org', subject: orgId }, 'Too many invitations', async () => undefined);
     return this.s.orgs.inOrg(
+      this.s,
       caller.userId,
       orgId,
       'invitations.manage',
@@ -64,7 +70,7 @@ export class InvitationService {
 
   /** DELETE /v1/orgs/{orgId}/invitations/{invitationId}: open ones only, else 404 (`org.invitation.revoked`). */
   revoke(caller: Caller, orgId: string, invitationId: string, meta: RequestMeta): Promise<void> {
-    return this.s.orgs.inOrg(caller.userId, orgId, 'invitations.manage', async ({ tx }) => {
+    return this.s.orgs.inOrg(this.s, caller.userId, orgId, 'invitations.manage', async ({ tx }) => {
       const now = tx.now();
       const invitation = await store.findOpen(tx.db, orgId, invitationId, now);
       if (!invitation) throw commonErrors.notFound();
@@ -80,7 +86,7 @@ export class InvitationService {
     await this.limitedAfterCheck(caller, orgId, { limit: 'invitation_resend.invitation', subject: invitationId }, 'This invitation was resent too often', async (tx) => {
       if (!(await store.findOpen(tx.db, orgId, invitationId, tx.now()))) throw commonErrors.notFound();
     });
-    return this.s.orgs.inOrg(caller.userId, orgId, 'invitations.manage', async ({ tx, org }) => {
+    return this.s.orgs.inOrg(this.s, caller.userId, orgId, 'invitations.manage', async ({ tx, org }) => {
       const now = tx.now();
       const invitation = await store.findOpen(tx.db, orgId, invitationId, now);
       if (!invitation) throw commonErrors.notFound();
@@ -125,24 +131,19 @@ export class InvitationService {
     });
   }
 
-  /** The organisation is being deleted: its unanswered invitations stop working; how many. */
-  revokeAllOpen(orgId: string, now: Date): Promise<number> {
-    return store.revokeAllUnanswered(this.s.db, orgId, now);
-  }
-
   /**
    * 404/403 first (a read-only check, plus `check` of the target), then the limit: a 429 never
    * tells an outsider that the organisation or the invitation exists.
    */
-  private async limitedAfterCheck(caller: Caller, orgId: string, attempt: Attempt, what: string, check: (tx: Services) => Promise<void>): Promise<void> {
-    await this.s.orgs.inOrg(caller.userId, orgId, 'invitations.manage', ({ tx }) => check(tx));
+  private async limitedAfterCheck(caller: Caller, orgId: string, attempt: Attempt, what: string, check: (tx: Deps) => Promise<void>): Promise<void> {
+    await this.s.orgs.inOrg(this.s, caller.userId, orgId, 'invitations.manage', ({ tx }) => check(tx));
     const [state] = await this.s.limits.count([attempt]);
     if (state!.spent) {
       throw rateLimited(state!.retryAfterSeconds, `${what}. Try again in ${state!.retryAfterSeconds} seconds.`);
     }
   }
 
-  private queueMail(tx: Services, caller: Caller, orgName: string, invitation: store.InvitationRow, token: string, meta: RequestMeta) {
+  private queueMail(tx: Deps, caller: Caller, orgName: string, invitation: store.InvitationRow, token: string, meta: RequestMeta) {
     const link = `${this.s.config.invitationUrl}#token=${token}`;
     return tx.mail.queue(
       invitation.email,

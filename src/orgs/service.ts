@@ -3,8 +3,10 @@
 // deleted organisations all take that same path to the same 404), then the policy module says
 // whether the caller's role may act (403). Changes and their audit events share one transaction,
 // run as the caller under row-level security.
-import type { Services } from '../services';
-import type { Actor, RequestMeta } from '../audit/service';
+import { userActor, type RequestMeta } from '../audit/service';
+import type { AuditService } from '../audit/service';
+import type { Scope } from '../platform/scope';
+import type { RuntimeSettings } from '../settings/runtime';
 import type { Caller } from '../sessions/service';
 import { commonErrors } from '../errors';
 import { newId } from '../ids';
@@ -12,18 +14,18 @@ import { orgErrors } from './errors';
 import { authorize, authorizeRemoval, authorizeRoleChange, removesLastOwner, type OrgAction, type Role } from './policy';
 import { deriveSlug, withSuffix } from './slugs';
 import * as store from './store';
+import * as invitationsStore from './invitations-store';
 import { durationMs } from '../settings/catalog';
 
 export type { OrgRow, MemberRow } from './store';
 export type { Role } from './policy';
 
-
 /** An organisation as its member sees it. */
 export type OrgView = store.OrgRow & { role: Role };
 
-/** What `inOrg` hands the work: the services of the transaction, the organisation and the caller's role. */
-export interface InOrg {
-  tx: Services;
+/** What `inOrg` hands the work: the caller's scope bound to the transaction, the organisation and the caller's role. */
+export interface InOrg<S extends Scope> {
+  tx: S;
   org: store.OrgRow;
   role: Role;
 }
@@ -35,14 +37,15 @@ export interface InOrgOptions {
   includeDeleted?: boolean;
 }
 
-const userActor = (id: string): Actor => ({ kind: 'user', id });
+
+type Deps = Scope<{ runtimeSettings: RuntimeSettings; audit: AuditService }>;
 
 export class OrgService {
-  constructor(private readonly s: Pick<Services, 'actingAs' | 'transaction' | 'now' | 'db' | 'settings'>) {}
+  constructor(private readonly s: Deps) {}
 
   /** Soft-deleted organisations can be restored (and seen by their owners) for this long, then are purged. */
   private get restoreWindowMs(): number {
-    return durationMs(this.s.settings.get('retention.deleted_organisations'));
+    return durationMs(this.s.runtimeSettings.get('retention.deleted_organisations'));
   }
 
   /**
@@ -50,8 +53,8 @@ export class OrgService {
    * row-level security scopes to that organisation. 404 for non-members, unknown and deleted
    * organisations alike; 403 `forbidden` for members whose role may not.
    */
-  inOrg<T>(userId: string, orgId: string, action: OrgAction, fn: (ctx: InOrg) => Promise<T>, options: InOrgOptions = {}): Promise<T> {
-    return this.s.transaction(async (tx) => {
+  inOrg<T, S extends Scope>(scope: S, userId: string, orgId: string, action: OrgAction, fn: (ctx: InOrg<S>) => Promise<T>, options: InOrgOptions = {}): Promise<T> {
+    return scope.transaction(async (tx) => {
       // Sets the acting user and organisation for row-level security, like actingAs, in the same round trip.
       const found = await store.enterOrg(tx.db, userId, orgId, options.lock ?? false);
       this.admit(found && { role: found.role, deletedAt: found.org.deletedAt }, action, options.includeDeleted);
@@ -100,7 +103,7 @@ export class OrgService {
   }
 
   /** The derived slug, or the first free `-2`, `-3`… after it (a concurrent taker still meets the unique index). */
-  private async freeSlug(tx: Services, base: string): Promise<string> {
+  private async freeSlug(tx: Deps, base: string): Promise<string> {
     const taken = await store.slugsTaken(tx.db, base);
     for (let n = 1; ; n++) {
       const candidate = n === 1 ? base : withSuffix(base, n);
@@ -117,7 +120,7 @@ export class OrgService {
 
   /** PATCH /v1/orgs/{orgId}: `org.renamed` when something changed. */
   update(caller: Caller, orgId: string, input: { name?: string; slug?: string }, meta: RequestMeta): Promise<OrgView> {
-    return this.inOrg(caller.userId, orgId, 'org.update', async ({ tx, org, role }) => {
+    return this.inOrg(this.s, caller.userId, orgId, 'org.update', async ({ tx, org, role }) => {
       const name = input.name?.trim();
       const change = { name: name !== undefined && name !== org.name ? name : undefined, slug: input.slug !== undefined && input.slug !== org.slug ? input.slug : undefined };
       if (change.name === undefined && change.slug === undefined) return { ...org, role };
@@ -138,13 +141,14 @@ export class OrgService {
   /** DELETE /v1/orgs/{orgId}: soft delete; open invitations are revoked (`org.deleted`). */
   delete(caller: Caller, orgId: string, meta: RequestMeta): Promise<OrgView> {
     return this.inOrg(
+      this.s,
       caller.userId,
       orgId,
       'org.delete',
       async ({ tx, org, role }) => {
         const now = tx.now();
         await store.setDeletedAt(tx.db, orgId, now, now);
-        const revoked = await tx.invitations.revokeAllOpen(orgId, now);
+        const revoked = await invitationsStore.revokeAllUnanswered(tx.db, orgId, now);
         await tx.audit.record({ action: 'org.deleted', actor: userActor(caller.userId), target: { kind: 'org', id: orgId }, orgId, data: { invitations_revoked: revoked }, meta });
         return { ...org, deletedAt: now, updatedAt: now, role };
       },
@@ -155,6 +159,7 @@ export class OrgService {
   /** POST /v1/orgs/{orgId}/restore: owners, within the restore window (setting `retention.deleted_organisations`, 30 days by default) (`org.restored`); 409 `not_deleted`. */
   restore(caller: Caller, orgId: string, meta: RequestMeta): Promise<OrgView> {
     return this.inOrg(
+      this.s,
       caller.userId,
       orgId,
       'org.restore',
@@ -172,6 +177,7 @@ export class OrgService {
   /** POST /v1/orgs/{orgId}/leave (and removing oneself): 409 `last_owner` for the only owner (`org.member.left`). */
   leave(caller: Caller, orgId: string, meta: RequestMeta): Promise<void> {
     return this.inOrg(
+      this.s,
       caller.userId,
       orgId,
       'org.leave',
@@ -187,12 +193,13 @@ export class OrgService {
   }
 
   listMembers(caller: Caller, orgId: string, page: { limit: number; after?: { joinedAt: string; userId: string } }): Promise<store.MemberRow[]> {
-    return this.inOrg(caller.userId, orgId, 'members.read', ({ tx }) => store.listMembers(tx.db, orgId, page));
+    return this.inOrg(this.s, caller.userId, orgId, 'members.read', ({ tx }) => store.listMembers(tx.db, orgId, page));
   }
 
   /** PATCH /v1/orgs/{orgId}/members/{userId} (`org.member.role_changed` when it changed). */
   changeRole(caller: Caller, orgId: string, userId: string, to: Role, meta: RequestMeta): Promise<store.MemberRow> {
     return this.inOrg(
+      this.s,
       caller.userId,
       orgId,
       'members.change_role',
@@ -221,6 +228,7 @@ export class OrgService {
   removeMember(caller: Caller, orgId: string, userId: string, meta: RequestMeta): Promise<void> {
     if (userId === caller.userId) return this.leave(caller, orgId, meta);
     return this.inOrg(
+      this.s,
       caller.userId,
       orgId,
       'members.remove',

@@ -1,6 +1,6 @@
 // SQL for organisations and memberships. Every statement names its organisation (or its user)
 // itself; row-level security (the acting user set by Services.actingAs) is the second wall.
-import type { Executor } from '../services';
+import type { Db } from '../platform/database';
 import { prepared, runPrepared } from '../platform/prepared';
 import { isUniqueViolation } from '../platform/database';
 import type { Role } from './policy';
@@ -44,13 +44,13 @@ const ENTER_ORG = prepared('orgs.enter', 'select * from app_enter_org($1, $2, $3
  * organisation for row-level security and answers the organisation with the user's role (null for
  * a non-member), in one round trip. `lock`: FOR UPDATE of the organisation row.
  */
-export async function enterOrg(trx: Executor, userId: string, orgId: string, lock: boolean): Promise<{ org: OrgRow; role: Role } | null> {
+export async function enterOrg(trx: Db, userId: string, orgId: string, lock: boolean): Promise<{ org: OrgRow; role: Role } | null> {
   const [row] = await runPrepared<any>(trx, ENTER_ORG, [userId, orgId, lock]);
   return row ? { org: toOrg(row), role: row.role } : null;
 }
 
 /** The organisation with the user's role in it, or null when the user is not a member. */
-export async function findMembership(db: Executor, orgId: string, userId: string): Promise<{ org: OrgRow; role: Role } | null> {
+export async function findMembership(db: Db, orgId: string, userId: string): Promise<{ org: OrgRow; role: Role } | null> {
   const row = await db('organisations as o')
     .join('memberships as m', (j) => j.on('m.org_id', 'o.id').andOnVal('m.user_id', userId))
     .where('o.id', orgId)
@@ -66,7 +66,7 @@ const MEMBER_ORGANISATIONS = prepared('orgs.member_organisations', 'select * fro
  * answers nothing for anyone else (see the migration for why it is a function).
  */
 export async function listForUser(
-  db: Executor,
+  db: Db,
   userId: string,
   page: { limit: number; beforeId?: string; deletedSince: Date | null },
 ): Promise<(OrgRow & { role: Role })[]> {
@@ -75,7 +75,7 @@ export async function listForUser(
 }
 
 /** False when the slug is taken (by any organisation, soft-deleted ones included). */
-export async function insertOrg(db: Executor, org: { id: string; name: string; slug: string; createdBy: string; now: Date }): Promise<boolean> {
+export async function insertOrg(db: Db, org: { id: string; name: string; slug: string; createdBy: string; now: Date }): Promise<boolean> {
   // No RETURNING and no ON CONFLICT: both need the new row to be visible, and the founder cannot
   // see it until their membership exists (row-level security). The unique index decides.
   try {
@@ -88,13 +88,13 @@ export async function insertOrg(db: Executor, org: { id: string; name: string; s
 }
 
 /** Slugs in use among `base` and `base-<n>` (to pick a free suffix in one round trip). */
-export async function slugsTaken(db: Executor, base: string): Promise<Set<string>> {
+export async function slugsTaken(db: Db, base: string): Promise<Set<string>> {
   const { rows } = await db.raw<{ rows: { slug: string }[] }>('select s as slug from app_slugs_taken(?) as s', [base]);
   return new Set(rows.map((r) => r.slug));
 }
 
 /** Name and/or slug; 'slug_taken' when the new slug is used by another organisation. */
-export async function updateOrg(db: Executor, orgId: string, change: { name?: string; slug?: string; now: Date }): Promise<'ok' | 'slug_taken'> {
+export async function updateOrg(db: Db, orgId: string, change: { name?: string; slug?: string; now: Date }): Promise<'ok' | 'slug_taken'> {
   try {
     await db('organisations')
       .where({ id: orgId })
@@ -106,45 +106,45 @@ export async function updateOrg(db: Executor, orgId: string, change: { name?: st
   }
 }
 
-export async function setDeletedAt(db: Executor, orgId: string, deletedAt: Date | null, now: Date): Promise<void> {
+export async function setDeletedAt(db: Db, orgId: string, deletedAt: Date | null, now: Date): Promise<void> {
   await db('organisations').where({ id: orgId }).update({ deleted_at: deletedAt, updated_at: now });
 }
 
-export async function addMembership(db: Executor, m: { orgId: string; userId: string; role: Role; now: Date }): Promise<void> {
+export async function addMembership(db: Db, m: { orgId: string; userId: string; role: Role; now: Date }): Promise<void> {
   await db('memberships').insert({ org_id: m.orgId, user_id: m.userId, role: m.role, created_at: m.now });
   await db('organisations').where({ id: m.orgId }).increment('member_count', 1);
 }
 
 /** Removes one membership; the organisation row must be locked by the caller (enterOrg with lock). */
-export async function removeMembership(db: Executor, orgId: string, userId: string): Promise<void> {
+export async function removeMembership(db: Db, orgId: string, userId: string): Promise<void> {
   await db('organisations').where({ id: orgId }).decrement('member_count', 1);
   await db('memberships').where({ org_id: orgId, user_id: userId }).delete();
 }
 
-export async function setRole(db: Executor, orgId: string, userId: string, role: Role): Promise<void> {
+export async function setRole(db: Db, orgId: string, userId: string, role: Role): Promise<void> {
   await db('memberships').where({ org_id: orgId, user_id: userId }).update({ role });
 }
 
-export async function countOwners(db: Executor, orgId: string): Promise<number> {
+export async function countOwners(db: Db, orgId: string): Promise<number> {
   const row = await db('memberships').where({ org_id: orgId, role: 'owner' }).count<{ count: number }[]>({ count: '*' }).first();
   return Number(row?.count ?? 0);
 }
 
 const MEMBER_COLUMNS = ['m.user_id', 'u.email', 'u.name', 'm.role', 'm.created_at'];
 
-export async function findMember(db: Executor, orgId: string, userId: string): Promise<MemberRow | null> {
+export async function findMember(db: Db, orgId: string, userId: string): Promise<MemberRow | null> {
   const row = await db('memberships as m').join('users as u', 'u.id', 'm.user_id').where({ 'm.org_id': orgId, 'm.user_id': userId }).first(MEMBER_COLUMNS);
   return row ? toMember(row) : null;
 }
 
 /** Whether an account with this (lower-cased) address is a member. */
-export async function isMemberByEmail(db: Executor, orgId: string, email: string): Promise<boolean> {
+export async function isMemberByEmail(db: Db, orgId: string, email: string): Promise<boolean> {
   const row = await db('memberships as m').join('users as u', 'u.id', 'm.user_id').where({ 'm.org_id': orgId, 'u.email': email }).first('m.user_id');
   return row !== undefined;
 }
 
 /** Members, oldest membership first; `after` is the last row of the previous page. */
-export async function listMembers(db: Executor, orgId: string, page: { limit: number; after?: { joinedAt: string; userId: string } }): Promise<MemberRow[]> {
+export async function listMembers(db: Db, orgId: string, page: { limit: number; after?: { joinedAt: string; userId: string } }): Promise<MemberRow[]> {
   const rows = await db('memberships as m')
     .join('users as u', 'u.id', 'm.user_id')
     .where('m.org_id', orgId)
@@ -161,7 +161,7 @@ export async function listMembers(db: Executor, orgId: string, page: { limit: nu
  * An account about to be deleted: each of its memberships with the organisation locked (in id
  * order, so two deletions cannot deadlock) and the organisation's owner count.
  */
-export async function lockMembershipsOf(db: Executor, userId: string): Promise<{ orgId: string; role: Role; memberCount: number; owners: number; deleted: boolean }[]> {
+export async function lockMembershipsOf(db: Db, userId: string): Promise<{ orgId: string; role: Role; memberCount: number; owners: number; deleted: boolean }[]> {
   const { rows } = await db.raw<{ rows: any[] }>(
     `select o.id, m.role, o.member_count, o.deleted_at,
             (select count(*) from memberships w where w.org_id = o.id and w.role = 'owner') as owners
@@ -179,7 +179,7 @@ export async function lockMembershipsOf(db: Executor, userId: string): Promise<{
  * retention job purges them). The counts change before the memberships go: after that, row-level
  * security no longer shows the user those organisations.
  */
-export async function removeAllMembershipsOf(db: Executor, userId: string, orgIds: string[], now: Date): Promise<string[]> {
+export async function removeAllMembershipsOf(db: Db, userId: string, orgIds: string[], now: Date): Promise<string[]> {
   if (!orgIds.length) return [];
   const orphaned = await db('organisations')
     .whereIn('id', orgIds)
@@ -190,7 +190,7 @@ export async function removeAllMembershipsOf(db: Executor, userId: string, orgId
 }
 
 /** Retention: one batch of rows of organisations soft-deleted before `cutoff` (see the migration). */
-export async function purgeDeletedBatch(db: Executor, cutoff: Date, batchSize: number): Promise<number> {
+export async function purgeDeletedBatch(db: Db, cutoff: Date, batchSize: number): Promise<number> {
   const { rows } = await db.raw<{ rows: { removed: number }[] }>('select app_purge_deleted_organisations(?, ?) as removed', [cutoff, batchSize]);
   return rows[0]!.removed;
 }

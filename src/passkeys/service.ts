@@ -3,6 +3,11 @@
 // (only its hash stored), valid 5 minutes, bound to its purpose and user (and, for a second
 // factor, to the sign-in challenge). RP id and origins come from config.
 import { randomBytes } from 'node:crypto';
+import type { Scope } from '../platform/scope';
+import type { AuditService } from '../audit/service';
+import type { AccountService } from '../accounts/service';
+import type { MfaService } from '../mfa/service';
+import type { RecoveryCodes } from '../mfa/recovery-codes';
 import { hashToken } from '../sessions/tokens';
 import {
   generateAuthenticationOptions,
@@ -14,12 +19,8 @@ import {
   type PublicKeyCredentialRequestOptionsJSON,
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
-import type { Services } from '../services';
 import type { RequestMeta } from '../audit/service';
-import type { IssuedSession, ProofMethod } from '../accounts/service';
-import type { Transport } from '../sessions/service';
-import { accountView } from '../accounts/me';
-import { accountErrors } from '../accounts/errors';
+import type { ProofMethod } from '../accounts/service';
 import { commonErrors } from '../errors';
 import { newId } from '../ids';
 import { passkeyErrors } from './errors';
@@ -58,8 +59,10 @@ function derivedName(deviceType: string, transports: string[]): string {
   return 'Passkey';
 }
 
+type Deps = Scope<{ audit: AuditService; accounts: AccountService; mfa: MfaService; recoveryCodes: RecoveryCodes }>;
+
 export class PasskeyService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'audit' | 'transaction' | 'accounts' | 'mfa' | 'recoveryCodes' | 'limits' | 'sessions'>) {}
+  constructor(private readonly s: Deps) {}
 
   private get rp() {
     return this.s.config.webauthn;
@@ -174,36 +177,6 @@ export class PasskeyService {
     return { ...(await this.issueCeremony({ purpose: 'login', userId: null, challenge: options.challenge })), options };
   }
 
-  /**
-   * POST /v1/auth/passkeys/login: a discoverable assertion with user verification against a
-   * `login` ceremony; it satisfies both factors, so a session follows at once. Counts against the
-   * per-IP sign-in limit. Every failure is the same 401 `invalid_credentials` (nothing is learned
-   * about which passkeys exist); its reason goes to the `auth.login.failed` event.
-   */
-  async signIn(input: { ceremonyToken: string; credential: Credential; transport: Transport }, meta: RequestMeta): Promise<IssuedSession> {
-    await this.s.limits.hit({ limit: 'login.ip', subject: meta.ip ?? 'unknown' });
-    const checked = await this.verifyAssertion({ ceremonyToken: input.ceremonyToken, credential: input.credential, purposes: ['login'], userId: null, requireUserVerification: true });
-    if (!checked.ok) {
-      await this.s.audit.record({ action: 'auth.login.failed', actor: { kind: 'user', id: null }, target: null, data: { reason: 'invalid_credentials', method: 'passkey', detail: checked.reason }, meta });
-      throw accountErrors.invalidCredentials('The passkey could not be verified. Start again.');
-    }
-    const userId = checked.passkey.userId;
-    return this.s.transaction(async (tx) => {
-      const user = await tx.accounts.findUser(userId);
-      if (!user) throw accountErrors.invalidCredentials('The passkey could not be verified. Start again.');
-      if (user.disabled) throw accountErrors.accountDisabled();
-      const session = await tx.sessions.start({ userId, transport: input.transport, ip: meta.ip, userAgent: meta.userAgent });
-      await tx.audit.record({
-        action: 'auth.login.succeeded',
-        actor: { kind: 'user', id: userId },
-        target: { kind: 'session', id: session.id },
-        data: { method: 'passkey', passkey_id: checked.passkey.id, transport: input.transport },
-        meta,
-      });
-      return { user: accountView(user, await tx.mfa.state(userId)), session, transport: input.transport };
-    });
-  }
-
   /** POST /v1/auth/passkeys/verification: a `verification` ceremony over the user's passkeys; 409 `no_passkeys`. */
   async startVerification(userId: string): Promise<Ceremony<PublicKeyCredentialRequestOptionsJSON>> {
     const passkeys = await store.listPasskeys(this.s.db, userId, MAX_PASSKEYS);
@@ -294,15 +267,17 @@ export class PasskeyService {
     });
   }
 
-  /**
-   * DELETE /v1/auth/passkeys/{id}: 404 for a passkey not the user's (checked before the proof is
-   * spent), then the fresh proof, then in one transaction: 409 `last_sign_in_method` when it is
-   * the only way left to sign in; the passkey deleted; with no second factor left, the recovery
-   * codes too; `passkey.removed`.
-   */
-  async removeWithProof(userId: string, id: string, proof: Parameters<Services['accounts']['verifyFreshProof']>[0]['proof'], meta: RequestMeta): Promise<void> {
+  /** DELETE /v1/auth/passkeys/{id}, before the proof is spent: 404 for a passkey not the user's. */
+  async assertOwn(userId: string, id: string): Promise<void> {
     if (!(await store.findOwnPasskey(this.s.db, userId, id))) throw commonErrors.notFound('No such passkey.');
-    const method: ProofMethod = await this.s.accounts.verifyFreshProof({ userId, proof, operation: 'deletePasskey' }, meta);
+  }
+
+  /**
+   * DELETE /v1/auth/passkeys/{id}, after a fresh proof (src/signin/step-up.ts), in one
+   * transaction: 409 `last_sign_in_method` when it is the only way left to sign in; the passkey
+   * deleted; with no second factor left, the recovery codes too; `passkey.removed`.
+   */
+  async remove(userId: string, id: string, method: ProofMethod, meta: RequestMeta): Promise<void> {
     await this.s.transaction(async (tx) => {
       const methods = await tx.accounts.lockSignInMethods(userId);
       if (!methods) throw commonErrors.unauthenticated();

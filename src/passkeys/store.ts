@@ -2,8 +2,8 @@
 import type { Knex } from 'knex';
 import { randomBytes } from 'node:crypto';
 import { deleteInBatches } from '../platform/batches';
+import type { Db } from '../platform/database';
 
-type Db = Knex | Knex.Transaction;
 
 export interface PasskeyRow {
   id: string;

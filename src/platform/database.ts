@@ -91,7 +91,7 @@ const POOLER = 'tenantApiPooler';
  * Whether `db` (a pool, or a transaction of one) goes through a transaction pooler: its statements
  * must not rely on anything living longer than one transaction on the server connection.
  */
-export function usesTransactionPooler(db: Knex | Knex.Transaction): boolean {
+export function usesTransactionPooler(db: Db): boolean {
   return (db.client.config as Record<string, unknown>)[POOLER] === 'transaction';
 }
 

@@ -5,7 +5,7 @@
 // statement runs on the transaction's connection (knex's transaction client hands out only that).
 import type { Knex } from 'knex';
 import type { QueryResultRow } from 'pg';
-import { usesTransactionPooler } from './database';
+import { usesTransactionPooler, type Db } from './database';
 
 /** A statement with a fixed text (placeholders $1…$n) and a name unique in the process. */
 export interface Prepared {
@@ -21,7 +21,7 @@ interface PgConnection {
   query<R extends QueryResultRow>(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: R[] }>;
 }
 
-export async function runPrepared<R extends QueryResultRow>(db: Knex | Knex.Transaction, statement: Prepared, values: unknown[]): Promise<R[]> {
+export async function runPrepared<R extends QueryResultRow>(db: Db, statement: Prepared, values: unknown[]): Promise<R[]> {
   // As knex refuses a query on a finished transaction: one whose BEGIN failed (timed out, say)
   // still runs its callback, and this statement would go to the connection outside any transaction.
   if (db.isTransaction && (db as Knex.Transaction).isCompleted()) throw new Error(`Transaction query already complete (${statement.name})`);

@@ -1,8 +1,10 @@
 // Projects of an organisation. Each operation runs through OrgService.inOrg: the caller's
 // membership decides 404 and the policy module 403; changes and their audit events share the
 // transaction.
-import type { Services } from '../services';
-import type { Actor, RequestMeta } from '../audit/service';
+import { userActor, type RequestMeta } from '../audit/service';
+import type { AuditService } from '../audit/service';
+import type { Scope } from '../platform/scope';
+import type { OrgService } from '../orgs/service';
 import type { Caller } from '../sessions/service';
 import { commonErrors } from '../errors';
 import { newId } from '../ids';
@@ -11,11 +13,12 @@ import * as store from './store';
 
 export type { ProjectRow } from './store';
 
-const userActor = (id: string): Actor => ({ kind: 'user', id });
 const nameTaken = (name: string) => orgErrors.projectNameTaken(`A project named ${name} already exists in this organisation.`);
 
+type Deps = Scope<{ orgs: OrgService; audit: AuditService }>;
+
 export class ProjectService {
-  constructor(private readonly s: Pick<Services, 'orgs' | 'db'>) {}
+  constructor(private readonly s: Deps) {}
 
   /** One round trip (store.listAsMember), under the same admission rule as inOrg. */
   async list(caller: Caller, orgId: string, page: { limit: number; beforeId?: string }): Promise<store.ProjectRow[]> {
@@ -25,7 +28,7 @@ export class ProjectService {
   }
 
   get(caller: Caller, orgId: string, id: string): Promise<store.ProjectRow> {
-    return this.s.orgs.inOrg(caller.userId, orgId, 'projects.read', async ({ tx }) => {
+    return this.s.orgs.inOrg(this.s, caller.userId, orgId, 'projects.read', async ({ tx }) => {
       const project = await store.find(tx.db, orgId, id);
       if (!project) throw commonErrors.notFound();
       return project;
@@ -34,7 +37,7 @@ export class ProjectService {
 
   /** POST /v1/orgs/{orgId}/projects: 409 `project_name_taken` (`project.created`). */
   create(caller: Caller, orgId: string, input: { name: string; description?: string | null }, meta: RequestMeta): Promise<store.ProjectRow> {
-    return this.s.orgs.inOrg(caller.userId, orgId, 'projects.create', async ({ tx }) => {
+    return this.s.orgs.inOrg(this.s, caller.userId, orgId, 'projects.create', async ({ tx }) => {
       const now = tx.now();
       const project: store.ProjectRow = {
         id: newId('prj'),
@@ -53,7 +56,7 @@ export class ProjectService {
 
   /** PATCH …/projects/{id}: `project.updated` naming the changed fields, when something changed. */
   update(caller: Caller, orgId: string, id: string, input: { name?: string; description?: string | null }, meta: RequestMeta): Promise<store.ProjectRow> {
-    return this.s.orgs.inOrg(caller.userId, orgId, 'projects.update', async ({ tx }) => {
+    return this.s.orgs.inOrg(this.s, caller.userId, orgId, 'projects.update', async ({ tx }) => {
       const project = await store.find(tx.db, orgId, id);
       if (!project) throw commonErrors.notFound();
       const name = input.name?.trim();
@@ -74,7 +77,7 @@ export class ProjectService {
 
   /** DELETE …/projects/{id}: owners and admins (`project.deleted`, keeping the name). */
   delete(caller: Caller, orgId: string, id: string, meta: RequestMeta): Promise<void> {
-    return this.s.orgs.inOrg(caller.userId, orgId, 'projects.delete', async ({ tx }) => {
+    return this.s.orgs.inOrg(this.s, caller.userId, orgId, 'projects.delete', async ({ tx }) => {
       const project = await store.find(tx.db, orgId, id);
       if (!project) throw commonErrors.notFound();
       await store.remove(tx.db, orgId, id);

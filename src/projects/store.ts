@@ -1,5 +1,5 @@
 // SQL for projects: every statement names its organisation (row-level security is the second wall).
-import type { Executor } from '../services';
+import type { Db } from '../platform/database';
 import { isUniqueViolation } from '../platform/database';
 import type { Role } from '../orgs/policy';
 import { prepared, runPrepared } from '../platform/prepared';
@@ -28,7 +28,7 @@ const toProject = (r: any): ProjectRow => ({
 
 const NAME_KEY = 'projects_org_id_name_key';
 
-export async function find(db: Executor, orgId: string, id: string): Promise<ProjectRow | null> {
+export async function find(db: Db, orgId: string, id: string): Promise<ProjectRow | null> {
   const row = await db('projects').where({ org_id: orgId, id }).first(COLUMNS);
   return row ? toProject(row) : null;
 }
@@ -39,7 +39,7 @@ const LIST_AS_MEMBER = prepared('projects.list_as_member', 'select * from app_or
 
 /** The caller's role in the organisation and a page of its projects, newest first; null for a non-member. */
 export async function listAsMember(
-  db: Executor,
+  db: Db,
   userId: string,
   orgId: string,
   page: { limit: number; beforeId?: string },
@@ -50,7 +50,7 @@ export async function listAsMember(
 }
 
 /** 'name_taken' when another project of the organisation has the name (case-insensitive). */
-export async function insert(db: Executor, p: ProjectRow): Promise<'ok' | 'name_taken'> {
+export async function insert(db: Db, p: ProjectRow): Promise<'ok' | 'name_taken'> {
   const result: any = await db('projects')
     .insert({ id: p.id, org_id: p.orgId, name: p.name, description: p.description, created_by: p.createdBy, created_at: p.createdAt, updated_at: p.updatedAt })
     .onConflict(db.raw('(org_id, lower(name))'))
@@ -58,7 +58,7 @@ export async function insert(db: Executor, p: ProjectRow): Promise<'ok' | 'name_
   return result.rowCount === 1 ? 'ok' : 'name_taken';
 }
 
-export async function update(db: Executor, orgId: string, id: string, change: { name?: string; description?: string | null; now: Date }): Promise<'ok' | 'name_taken'> {
+export async function update(db: Db, orgId: string, id: string, change: { name?: string; description?: string | null; now: Date }): Promise<'ok' | 'name_taken'> {
   try {
     await db('projects')
       .where({ org_id: orgId, id })
@@ -70,6 +70,6 @@ export async function update(db: Executor, orgId: string, id: string, change: { 
   }
 }
 
-export async function remove(db: Executor, orgId: string, id: string): Promise<void> {
+export async function remove(db: Db, orgId: string, id: string): Promise<void> {
   await db('projects').where({ org_id: orgId, id }).delete();
 }

@@ -15,7 +15,8 @@
 // Redis on every attempt and answer 503 without it.
 import { isIPv4, isIPv6 } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
-import type { AppContext } from '../app-context';
+import type { Config } from '../config';
+import type { RuntimeSettings } from '../settings/runtime';
 import type { DependencyReporter } from '../platform/dependencies';
 import type { RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
@@ -141,10 +142,11 @@ export class SharedCounter {
   }
 }
 
-export function ipCeiling(app: AppContext) {
+/** The middleware; `app` is the composition root's context (what it reads of it, named). */
+export function ipCeiling(app: { config: Config; redis: RedisClient; dependencies: DependencyReporter; runtimeSettings: RuntimeSettings; now: () => Date }) {
   const counter = new SharedCounter(app.redis, `${app.config.redisPrefix}rl:ip:`, app.dependencies, () => app.now().getTime());
   return (req: Request, res: Response, next: NextFunction): void => {
-    const max = app.settings.get('rate_limit.ip_per_minute');
+    const max = app.runtimeSettings.get('rate_limit.ip_per_minute');
     if (max === 0 || UNCOUNTED_PATHS.has(req.path)) return next(); // 0 turns the ceiling off
     const { count, resetInMs } = counter.hit(ipBucket(res.locals.ip || 'unknown'));
     if (count <= max) return next();

@@ -1,7 +1,7 @@
 // Releases and instances as operators see them, and the retention of instance records. What
 // this process records about itself is in registry.ts.
-import type { Services } from '../services';
 import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
+import type { Scope } from '../platform/scope';
 import { RUNNING_WINDOW_MS } from './registry';
 import * as store from './store';
 
@@ -23,8 +23,10 @@ function pageKey(cursor: string | undefined, prefix: 'rel' | 'ins'): store.PageK
   return key && { at: new Date(key.at), id: key.id };
 }
 
+type Deps = Scope;
+
 export class ReleaseService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'platform'>) {}
+  constructor(private readonly s: Deps) {}
 
   /** Every release that has run, newest first (by first seen), a page at a time. */
   async list(opts: PageOptions) {
@@ -54,7 +56,7 @@ export class ReleaseService {
    */
   async pruneInstances(before: Date): Promise<number> {
     const deleted = await store.deleteInstancesBefore(this.s.db, before, PRUNE_BATCH);
-    await store.deleteReleasesWithoutInstances(this.s.db, before, this.s.platform.config.build, PRUNE_BATCH);
+    await store.deleteReleasesWithoutInstances(this.s.db, before, this.s.config.build, PRUNE_BATCH);
     return deleted;
   }
 }

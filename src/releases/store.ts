@@ -1,8 +1,8 @@
 // releases and instances: the only file with SQL for them.
 import type { Knex } from 'knex';
 import { deleteInBatches } from '../platform/batches';
+import type { Db } from '../platform/database';
 
-type Db = Knex | Knex.Transaction;
 
 export interface Release {
   id: string;

@@ -1,15 +1,41 @@
 // The retention policies (DESIGN 4): what each deletes, the runtime setting that says how long it
 // is kept, and how it is enforced — each domain through its own service, in batches (short
 // statements, no long locks). Enforced in this order by `service.retention.enforce`.
-import type { Services } from '../services';
+import type { Scope } from '../platform/scope';
+import type { AuditService } from '../audit/service';
+import type { OrgService } from '../orgs/service';
+import type { OneTimeCodes } from '../accounts/one-time-codes';
+import type { SignInChallenges } from '../sessions/challenges';
+import type { SessionService } from '../sessions/service';
+import type { PasskeyService } from '../passkeys/service';
+import type { SocialService } from '../social/service';
+import type { ReleaseService } from '../releases/service';
+import type { JobRunsService } from '../jobs/runs';
+import type { JobDefinitionsService } from '../jobs/definitions';
+import type { MailService } from '../mail/service';
 import type { SettingKey } from '../settings/catalog';
+
+/** Every domain a policy deletes through. */
+export type RetentionScope = Scope<{
+  audit: AuditService;
+  orgs: OrgService;
+  codes: OneTimeCodes;
+  challenges: SignInChallenges;
+  sessions: SessionService;
+  passkeys: PasskeyService;
+  social: SocialService;
+  releases: ReleaseService;
+  jobRuns: JobRunsService;
+  jobDefinitions: JobDefinitionsService;
+  mail: MailService;
+}>;
 
 export interface RetentionPolicy {
   name: string;
   appliesTo: string;
   setting: SettingKey;
   /** Deletes what ended before `before`; how many records. */
-  enforce(s: Services, before: Date): Promise<number>;
+  enforce(s: RetentionScope, before: Date): Promise<number>;
 }
 
 export const RETENTION_POLICIES: RetentionPolicy[] = [
@@ -36,7 +62,7 @@ export const RETENTION_POLICIES: RetentionPolicy[] = [
       'Email verification and password reset codes, sign-in challenges, passkey ceremonies, social sign-in states and nonces used or expired, and provider notification ids received, longer than `keep` ago.',
     setting: 'retention.expired_codes',
     enforce: async (s, before) =>
-      (await s.codes.pruneDead(before)) + (await s.mfa.pruneExpired(before)) + (await s.passkeys.pruneExpiredCeremonies(before)) + (await s.social.pruneExpired(before)),
+      (await s.codes.pruneDead(before)) + (await s.challenges.pruneExpired(before)) + (await s.passkeys.pruneExpiredCeremonies(before)) + (await s.social.pruneExpired(before)),
   },
   {
     name: 'expired_sessions',

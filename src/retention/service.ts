@@ -1,8 +1,8 @@
 // Retention: enforcing every policy (the job `service.retention.enforce`) and describing them
 // (GET /ops/retention).
-import type { Services } from '../services';
+import type { RuntimeSettings } from '../settings/runtime';
 import { durationMs } from '../settings/catalog';
-import { RETENTION_POLICIES } from './policies';
+import { RETENTION_POLICIES, type RetentionScope } from './policies';
 import * as store from './store';
 
 const JOB = 'service.retention.enforce';
@@ -18,7 +18,7 @@ export interface RetentionPolicyView {
 }
 
 export class RetentionService {
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: RetentionScope & { runtimeSettings: RuntimeSettings }) {}
 
   /**
    * Applies every policy with the period in force now, recording each one's count as soon as it
@@ -29,7 +29,7 @@ export class RetentionService {
     const deleted: Record<string, number> = {};
     for (const policy of RETENTION_POLICIES) {
       checkpoint();
-      const keep = this.s.settings.get(policy.setting) as string;
+      const keep = this.s.runtimeSettings.get(policy.setting) as string;
       const now = this.s.now();
       const count = await policy.enforce(this.s, new Date(now.getTime() - durationMs(keep)));
       await store.recordRun(this.s.db, { policy: policy.name, last_run_at: now, last_deleted: count, keep });
@@ -46,7 +46,7 @@ export class RetentionService {
       return {
         name: p.name,
         appliesTo: p.appliesTo,
-        keep: this.s.settings.get(p.setting) as string,
+        keep: this.s.runtimeSettings.get(p.setting) as string,
         setting: p.setting,
         lastRunAt: run?.last_run_at ?? null,
         nextRunAt: job.nextRunAt,

@@ -1,5 +1,6 @@
 // What the retention job did last, per policy.
 import type { Knex } from 'knex';
+import type { Db } from '../platform/database';
 
 export interface RetentionRunRow {
   policy: string;
@@ -8,10 +9,10 @@ export interface RetentionRunRow {
   keep: string;
 }
 
-export async function recordRun(db: Knex | Knex.Transaction, row: RetentionRunRow): Promise<void> {
+export async function recordRun(db: Db, row: RetentionRunRow): Promise<void> {
   await db('retention_runs').insert(row).onConflict('policy').merge();
 }
 
-export async function readRuns(db: Knex | Knex.Transaction): Promise<RetentionRunRow[]> {
+export async function readRuns(db: Db): Promise<RetentionRunRow[]> {
   return db('retention_runs').select('*');
 }

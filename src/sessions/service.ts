@@ -1,7 +1,9 @@
 // Sessions: created at sign-in, resolved on every request, listed and revoked by their owner,
 // revoked in bulk by password changes and account deletion. Audit events in the same transaction.
-import type { Services } from '../services';
 import type { RequestMeta } from '../audit/service';
+import type { Scope } from '../platform/scope';
+import type { RuntimeSettings } from '../settings/runtime';
+import type { AuditService } from '../audit/service';
 import { commonErrors } from '../errors';
 import * as store from './store';
 import { durationMs } from '../settings/catalog';
@@ -11,13 +13,15 @@ import { sessionEndsAt } from './expiry';
 export type { Caller, NewSession, SessionRow, SessionUser } from './store';
 export type Transport = 'cookie' | 'bearer';
 
+type Deps = Scope<{ runtimeSettings: RuntimeSettings; audit: AuditService }>;
+
 export class SessionService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'settings' | 'audit' | 'transaction'>) {}
+  constructor(private readonly s: Deps) {}
 
   /** The idle timeout is a runtime setting: a change applies at once to every session. */
   get policy(): store.SessionPolicy {
     return {
-      idleTimeoutSeconds: durationMs(this.s.settings.get('auth.session_idle_timeout')) / 1000,
+      idleTimeoutSeconds: durationMs(this.s.runtimeSettings.get('auth.session_idle_timeout')) / 1000,
       absoluteLifetimeSeconds: this.s.config.session.absoluteLifetimeSeconds,
     };
   }

@@ -3,8 +3,10 @@
 // A change locks the setting's row (created at version 1 when it has none), checks the version,
 // writes the override, a history entry and the audit event in one transaction; after the commit
 // this instance applies it at once and announces it to the others (runtime.ts).
-import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/service';
+import type { RuntimeSettings } from './runtime';
+import type { AuditService } from '../audit/service';
+import type { Scope } from '../platform/scope';
 import { commonErrors } from '../errors';
 import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
 import { checkValue, definitionOf, isSettingKey, SETTING_KEYS, type SettingKey, type SettingType, type SettingValue } from './catalog';
@@ -32,8 +34,10 @@ type By = { actor: Actor; meta: RequestMeta };
 
 const isVersionCursor = (k: any): k is { v: number } => typeof k?.v === 'number' && Number.isInteger(k.v);
 
+type Deps = Scope<{ runtimeSettings: RuntimeSettings; audit: AuditService }>;
+
 export class SettingsService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'transaction' | 'platform' | 'config'>) {}
+  constructor(private readonly s: Deps) {}
 
   async list(): Promise<Setting[]> {
     const rows = new Map((await store.readSettings(this.s.db)).map((r) => [r.key, r]));
@@ -77,7 +81,7 @@ export class SettingsService {
     by: By,
     next: (row: store.SettingRow) => { value: SettingValue | null; action: 'updated' | 'reset' } | null,
   ): Promise<Setting> {
-    const runtime = this.s.platform.settings;
+    const runtime = this.s.runtimeSettings;
     const changed = await this.s.transaction(async (tx) => {
       const at = tx.now();
       const row = await store.lockSetting(tx.trx!, key, at, by.actor.id!);
@@ -110,7 +114,7 @@ export class SettingsService {
 
   private view(key: SettingKey, row: store.SettingRow | null): Setting {
     const def = definitionOf(key);
-    const fallback = this.s.platform.settings.default(key);
+    const fallback = this.s.runtimeSettings.default(key);
     // An override a deploy's stricter rules refuse is ignored, here as in runtime.ts.
     const override = row?.value != null && !('error' in checkValue(key, row.value)) ? row.value : null;
     return {

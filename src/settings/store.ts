@@ -1,8 +1,8 @@
 // Runtime setting overrides and their history.
 import type { Knex } from 'knex';
 import type { SettingValue } from './catalog';
+import type { Db } from '../platform/database';
 
-type Db = Knex | Knex.Transaction;
 
 export interface SettingRow {
   key: string;

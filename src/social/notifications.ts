@@ -4,9 +4,10 @@
 // on the identity, unknown ones are acknowledged and logged.
 import { createHash } from 'node:crypto';
 import { jwtVerify, type JWTPayload } from 'jose';
-import type { Services } from '../services';
-import type { RequestMeta } from '../audit/service';
-import { ProviderUnreachable } from './providers';
+import type { Scope } from '../platform/scope';
+import type { AuditService, RequestMeta } from '../audit/service';
+import type { SessionService } from '../sessions/service';
+import { ProviderUnreachable, type SocialProviders } from './providers';
 import { providerUnavailable, socialErrors } from './errors';
 import * as store from './store';
 
@@ -38,8 +39,8 @@ export type NotificationResult = { duplicate: boolean; type: string };
  * POST /v1/auth/provider_b/notifications: 401 `invalid_signature` unless the payload is signed by
  * the provider for one of our client ids and at most an hour old.
  */
-export async function handleNotification(s: Services, token: string, meta: RequestMeta): Promise<NotificationResult> {
-  const providers = s.platform.socialProviders;
+export async function handleNotification(s: Scope<{ socialProviders: SocialProviders; audit: AuditService; sessions: SessionService }>, token: string, meta: RequestMeta): Promise<NotificationResult> {
+  const providers = s.socialProviders;
   const settings = providers.settings(PROVIDER);
   const client = await providers.client(PROVIDER);
   let payload: JWTPayload;

@@ -7,11 +7,18 @@
 // of both, and the PKCE verifier and the OpenID nonce are derived from the binding (HMAC), so a
 // leaked state (in a log, a Referer) or database row cannot complete a sign-in in another browser.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { SocialProviders } from './providers';
+import type { OperatorGrants } from '../accounts/operators';
+import type { Scope } from '../platform/scope';
+import type { RuntimeSettings } from '../settings/runtime';
+import type { AuditService } from '../audit/service';
+import type { Limits } from '../ratelimit/limits';
+import type { AccountService } from '../accounts/service';
+import type { SessionService } from '../sessions/service';
 import * as oidc from 'openid-client';
-import type { Services } from '../services';
 import type { RequestMeta } from '../audit/service';
 import type { Caller, Transport } from '../sessions/service';
-import type { SignInOutcome } from '../mfa/service';
+import type { SignInOutcome, SignInService } from '../signin/service';
 import type { UserRow } from '../accounts/store';
 import type { Provider } from '../system/provider-config';
 import { AppError, commonErrors } from '../errors';
@@ -94,13 +101,15 @@ const sha256 = (value: string) => createHash('sha256').update(value).digest();
 const random = () => randomBytes(32).toString('base64url');
 const derive = (binding: string, purpose: string, state: string) => createHmac('sha256', binding).update(`${purpose}:${state}`).digest('base64url');
 
+type Deps = Scope<{ socialProviders: SocialProviders; runtimeSettings: RuntimeSettings; audit: AuditService; limits: Limits; accounts: AccountService; signIn: SignInService; sessions: SessionService; operators: OperatorGrants }>;
+
 export class SocialService {
   constructor(
-    private readonly s: Pick<Services, 'db' | 'now' | 'config' | 'logger' | 'settings' | 'audit' | 'limits' | 'transaction' | 'accounts' | 'mfa' | 'sessions' | 'platform'>,
+    private readonly s: Deps,
   ) {}
 
   private get providers() {
-    return this.s.platform.socialProviders;
+    return this.s.socialProviders;
   }
 
   private redirectUri(provider: Provider): string {
@@ -288,7 +297,7 @@ export class SocialService {
           if (user) {
             if (!(claims.emailVerified && user.emailVerified)) throw socialErrors.accountExists();
           } else {
-            if (!tx.settings.get('auth.registration_enabled')) throw accountErrors.registrationClosed();
+            if (!tx.runtimeSettings.get('auth.registration_enabled')) throw accountErrors.registrationClosed();
             user = await tx.accounts.createSocialUser({ email: claims.email, name: claims.name ?? input.name, emailVerified: claims.emailVerified });
             // Taken meanwhile by a concurrent sign-up.
             if (!user) throw socialErrors.accountExists();
@@ -304,7 +313,7 @@ export class SocialService {
           await this.recordLinked(tx, user.id, identity, via, meta);
         }
         if (!user) throw socialErrors.accountExists(); // the identity's account was deleted meanwhile
-        return tx.mfa.signIn(user, { firstFactor: provider, transport: input.transport, identityId: identity.id, data: { identity_id: identity.id } }, meta);
+        return tx.signIn.afterFirstFactor(user, { firstFactor: provider, transport: input.transport, identityId: identity.id, data: { identity_id: identity.id } }, meta);
       });
     } catch (err) {
       if (err instanceof AppError && err.status !== 503) await this.loginFailed(provider, null, err.code, meta);
@@ -334,7 +343,7 @@ export class SocialService {
     });
   }
 
-  private recordLinked(tx: Services, userId: string, identity: store.IdentityRow, via: 'sign_up' | 'email_match' | 'link', meta: RequestMeta) {
+  private recordLinked(tx: Deps, userId: string, identity: store.IdentityRow, via: 'sign_up' | 'email_match' | 'link', meta: RequestMeta) {
     return tx.audit.record({
       action: 'social.identity.linked',
       actor: { kind: 'user', id: userId },

@@ -2,8 +2,8 @@
 import type { Knex } from 'knex';
 import { newId } from '../ids';
 import type { Provider } from '../system/provider-config';
+import type { Db } from '../platform/database';
 
-type Db = Knex | Knex.Transaction;
 
 export interface IdentityRow {
   id: string;

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { projectRoot } from '../config';
+import { projectRoot } from './config';
 
 export type HttpMethod = 'get' | 'put' | 'post' | 'delete' | 'patch';
 const METHODS: HttpMethod[] = ['get', 'put', 'post', 'delete', 'patch'];

@@ -1,11 +1,11 @@
-import type { AppContext } from '../../app-context';
-import type { JobKind } from '../kinds';
+import type { JobKind } from '../jobs/kinds';
+import type { RetentionService } from './service';
 
 /**
- * Applies every retention policy (src/retention/policies.ts) with the periods in force (runtime
+ * Applies every retention policy (policies.ts) with the periods in force (runtime
  * settings `retention.*`), records each policy's count (GET /ops/retention) and logs them.
  */
-export const retentionEnforce: JobKind<AppContext, Record<string, never>> = {
+export const retentionEnforce: JobKind<{ services: { retention: RetentionService } }, Record<string, never>> = {
   name: 'service.retention.enforce',
   description:
     'Deletes data past its retention period (GET /ops/retention lists the policies; the periods are the runtime settings retention.*): audit events, finalized job runs, expired sessions and codes, soft-deleted organisations, instance records and sent mail records.',
