@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../src/config';
-import { loadContract } from '../../src/http/contract';
+import { loadContract } from '../../src/contract';
 import { declaredErrors } from '../../src/errors';
 import { problemCodes } from '../support/problem-codes';
 import '../../src/services'; // loads every domain, so every domain's errors are declared

@@ -1,7 +1,7 @@
 // Rules over the contract itself, so its conventions are enforced by a tool and not only by prose.
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadContract, resolveRef } from '../../src/http/contract';
+import { loadContract, resolveRef } from '../../src/contract';
 import { handlers } from '../../handlers';
 import { projectRoot } from '../../src/config';
 import { problemCodes } from '../support/problem-codes';

@@ -5,7 +5,7 @@ import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { JobSystem } from '../../src/jobs/system';
 import { JobRegistry } from '../../src/jobs/kinds';
-import { jobKinds } from '../../src/jobs/catalog';
+import { jobKinds } from '../../src/app-context-factory';
 import type { AppContext } from '../../src/app-context';
 import { waitFor as waitUntil } from '../support/wait';
 

@@ -3,7 +3,7 @@ import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { bullJobId } from '../../src/jobs/system';
 import { projectRoot } from '../../src/config';
-import { jobKinds } from '../../src/jobs/catalog';
+import { jobKinds } from '../../src/app-context-factory';
 import { waitFor } from '../support/wait';
 
 let t: TestApp;

@@ -170,10 +170,10 @@ describe('a change reaches every instance', () => {
   it('within a second, through Redis pub/sub', async () => {
     const peer = await startPeer(t);
     try {
-      expect(peer.ctx.settings.get('rate_limit.login_per_minute')).toBe(10);
+      expect(peer.ctx.runtimeSettings.get('rate_limit.login_per_minute')).toBe(10);
       const started = Date.now();
       await change('rate_limit.login_per_minute', 77);
-      await waitFor('the peer to apply the change', async () => peer.ctx.settings.get('rate_limit.login_per_minute') === 77, 1_000);
+      await waitFor('the peer to apply the change', async () => peer.ctx.runtimeSettings.get('rate_limit.login_per_minute') === 77, 1_000);
       expect(Date.now() - started).toBeLessThan(1_000 + 500); // the PUT itself included
     } finally {
       await peer.close();

@@ -5,7 +5,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
 import type { Response } from 'supertest';
-import { loadContract, type Contract } from '../../src/http/contract';
+import { loadContract, type Contract } from '../../src/contract';
 import { problemCodes } from './problem-codes';
 
 let cached: { contract: Contract; ajv: Ajv2020; validators: Map<string, ValidateFunction> } | undefined;

@@ -1,5 +1,5 @@
 // Builds a valid request for any operation from the contract's own examples.
-import type { Contract, OperationInfo } from '../../src/http/contract';
+import type { Contract, OperationInfo } from '../../src/contract';
 
 function deref(contract: Contract, obj: any): any {
   while (obj && obj.$ref) {

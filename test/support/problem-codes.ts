@@ -1,6 +1,6 @@
 // The codes an error response documents: the `code` enum of its problem schema
 // (`content["application/problem+json"].schema` → `properties.code` → enum), following $refs.
-import { resolveRef } from '../../src/http/contract';
+import { resolveRef } from '../../src/contract';
 
 type Doc = Record<string, any>;
 

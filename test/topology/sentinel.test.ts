@@ -218,7 +218,7 @@ it('configured only through Sentinel: requests, rate limits, a mail run end to e
   // and the registration limit then counts in Redis, on every instance.
   const changed = Date.now();
   await setting('rate_limit.register_per_minute', 2);
-  await waitFor('the peer to apply the change', async () => peer.ctx.settings.get('rate_limit.register_per_minute') === 2, 2_000);
+  await waitFor('the peer to apply the change', async () => peer.ctx.runtimeSettings.get('rate_limit.register_per_minute') === 2, 2_000);
   const refused = await waitFor(
     'the serve process to refuse a registration (429)',
     async () => {
