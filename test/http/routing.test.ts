@@ -3,7 +3,7 @@
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { exampleRequest } from '../support/examples';
-import { allowedMethods, compilePathMatcher } from '../../src/http/contract';
+import { allowedMethods, compilePathMatcher } from '../../src/contract';
 
 let t: TestApp;
 let operatorAuth: string;

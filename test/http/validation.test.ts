@@ -1,7 +1,7 @@
 // Request validation runs before any handler (pending ones too) and names every offending part.
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { loadContract, resolveRef } from '../../src/http/contract';
+import { loadContract, resolveRef } from '../../src/contract';
 import { exampleRequest } from '../support/examples';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
