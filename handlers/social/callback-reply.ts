@@ -2,7 +2,7 @@
 // a `#challenge_token=` fragment, or `?error=<code>`), and the state cookie cleared.
 import type { HandlerContext } from '../types';
 import type { CallbackParams } from '../../src/social/service';
-import type { Provider } from '../../src/system/provider-config';
+import type { Provider } from '../../src/config/social-providers';
 import { sessionReply } from '../auth/session-reply';
 import { clearStateCookie, readStateCookie } from './state-cookie';
 

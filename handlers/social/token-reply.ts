@@ -1,6 +1,6 @@
 // Native sign-in with an ID token: 200 like POST /v1/auth/login (`bearer` by default here), or 202 with a challenge.
 import type { HandlerContext } from '../types';
-import type { Provider } from '../../src/system/provider-config';
+import type { Provider } from '../../src/config/social-providers';
 import { challengeReply, sessionReply } from '../auth/session-reply';
 
 type Ctx = Pick<HandlerContext<'providerAToken'>, 'app' | 'services' | 'meta'>;

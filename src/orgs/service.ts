@@ -15,7 +15,7 @@ import { authorize, authorizeRemoval, authorizeRoleChange, removesLastOwner, typ
 import { deriveSlug, withSuffix } from './slugs';
 import * as store from './store';
 import * as invitationsStore from './invitations-store';
-import { durationMs } from '../settings/catalog';
+import { durationMs } from '../config/settings-catalog';
 
 export type { OrgRow, MemberRow } from './store';
 export type { Role } from './policy';

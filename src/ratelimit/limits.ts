@@ -8,11 +8,10 @@
 //
 // Rate limits keep to their own Redis keys (`<prefix>rl:<limit>:<subject>`): no other module reads
 // them. Not callable inside a database transaction (see src/services.ts).
-import type { SettingKey, SettingOf } from '../settings/catalog';
+import type { SettingKey, SettingOf } from '../config/settings-catalog';
 import type { RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
 import { ipBucket } from './ip-ceiling';
-import type { LimitReport } from './report';
 
 export interface Budget {
   max: number;
@@ -49,6 +48,13 @@ const LIMITS = {
 
 export type LimitName = keyof typeof LIMITS;
 
+/** Told what each count did, for the request's rate-limit headers (LimitReport in report.ts). */
+export interface LimitObserver {
+  counted(limit: LimitName, budget: Budget, used: number, resetSeconds: number): void;
+  refunded(limit: LimitName): void;
+  reset(limit: LimitName, budget: Budget): void;
+}
+
 /** One attempt against one limit: the limit's name and who it counts for (an address, an IP, a user id). */
 export interface Attempt {
   limit: LimitName;
@@ -72,7 +78,7 @@ export class Limits {
     private readonly keyPrefix: string,
     private readonly settings: Reader,
     private readonly inTransaction = false,
-    private readonly report?: LimitReport,
+    private readonly report?: LimitObserver,
   ) {}
 
   budget(limit: LimitName): Budget {

@@ -3,7 +3,7 @@
 // gets one when its operation reports its limits (src/http/rate-limit-headers.ts); the limits it
 // counts write into it as they go (Limits), refunds and resets included, so the headers say what
 // is left once the request is done.
-import type { Budget, LimitName } from './limits';
+import type { Budget, LimitName, LimitObserver } from './limits';
 
 export interface LimitUse {
   limit: LimitName;
@@ -15,7 +15,7 @@ export interface LimitUse {
   resetSeconds: number;
 }
 
-export class LimitReport {
+export class LimitReport implements LimitObserver {
   private readonly uses = new Map<LimitName, LimitUse>();
 
   counted(limit: LimitName, budget: Budget, used: number, resetSeconds: number): void {

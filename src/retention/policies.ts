@@ -13,7 +13,7 @@ import type { ReleaseService } from '../releases/service';
 import type { JobRunsService } from '../jobs/runs';
 import type { JobDefinitionsService } from '../jobs/definitions';
 import type { MailService } from '../mail/service';
-import type { SettingKey } from '../settings/catalog';
+import type { SettingKey } from '../config/settings-catalog';
 
 /** Every domain a policy deletes through. */
 export type RetentionScope = Scope<{

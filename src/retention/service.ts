@@ -1,7 +1,7 @@
 // Retention: enforcing every policy (the job `service.retention.enforce`) and describing them
 // (GET /ops/retention).
 import type { RuntimeSettings } from '../settings/runtime';
-import { durationMs } from '../settings/catalog';
+import { durationMs } from '../config/settings-catalog';
 import { RETENTION_POLICIES, type RetentionScope } from './policies';
 import * as store from './store';
 

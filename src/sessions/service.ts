@@ -6,7 +6,7 @@ import type { RuntimeSettings } from '../settings/runtime';
 import type { AuditService } from '../audit/service';
 import { commonErrors } from '../errors';
 import * as store from './store';
-import { durationMs } from '../settings/catalog';
+import { durationMs } from '../config/settings-catalog';
 import type { Caller, NewSession, SessionRow } from './store';
 import { sessionEndsAt } from './expiry';
 

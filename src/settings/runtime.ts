@@ -8,7 +8,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import type { RedisClient } from '../platform/redis';
-import { checkValue, isSettingKey, SETTING_KEYS, type SettingKey, type SettingOf, type SettingValue } from './catalog';
+import { checkValue, isSettingKey, SETTING_KEYS, type SettingKey, type SettingOf, type SettingValue } from '../config/settings-catalog';
 import { readOverrides } from './store';
 
 export const RELOAD_MS = 10_000;

@@ -9,7 +9,7 @@ import type { AuditService } from '../audit/service';
 import type { Scope } from '../platform/scope';
 import { commonErrors } from '../errors';
 import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
-import { checkValue, definitionOf, isSettingKey, SETTING_KEYS, type SettingKey, type SettingType, type SettingValue } from './catalog';
+import { checkValue, definitionOf, isSettingKey, SETTING_KEYS, type SettingKey, type SettingType, type SettingValue } from '../config/settings-catalog';
 import { invalidSettingValue } from './errors';
 import * as store from './store';
 

@@ -1,6 +1,6 @@
 // Runtime setting overrides and their history.
 import type { Knex } from 'knex';
-import type { SettingValue } from './catalog';
+import type { SettingValue } from '../config/settings-catalog';
 import type { Db } from '../platform/database';
 
 

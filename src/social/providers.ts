@@ -6,8 +6,8 @@
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, errors as joseErrors, type JWSHeaderParameters, type FlattenedJWSInput } from 'jose';
 import type { Logger } from '../logger';
-import type { SocialConfig, Provider, ProviderSettings } from '../system/provider-config';
-import { insecureIssuerAllowed } from '../system/provider-config';
+import type { SocialConfig, Provider, ProviderSettings } from '../config/social-providers';
+import { insecureIssuerAllowed } from '../config/social-providers';
 import { ClientSecretCache, es256ClientSecret } from './client-secret';
 import { providerUnavailable, socialErrors } from './errors';
 

@@ -20,7 +20,7 @@ import type { RequestMeta } from '../audit/service';
 import type { Caller, Transport } from '../sessions/service';
 import type { SignInOutcome, SignInService } from '../signin/service';
 import type { UserRow } from '../accounts/store';
-import type { Provider } from '../system/provider-config';
+import type { Provider } from '../config/social-providers';
 import { AppError, commonErrors } from '../errors';
 import { accountErrors } from '../accounts/errors';
 import { socialErrors } from './errors';

@@ -1,7 +1,7 @@
 // The social sign-in tables (identities, states, nonces, notifications): the only file with their SQL.
 import type { Knex } from 'knex';
 import { newId } from '../ids';
-import type { Provider } from '../system/provider-config';
+import type { Provider } from '../config/social-providers';
 import type { Db } from '../platform/database';
 
 

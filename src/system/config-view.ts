@@ -4,7 +4,7 @@
 import type { Config } from '../config';
 import type { MailDescription } from '../mail/mailer';
 import { describeRedis } from '../platform/redis';
-import { PROVIDER_VARIABLES } from './provider-config';
+import { PROVIDER_VARIABLES } from '../config/social-providers';
 
 export type ConfigValue = string | number | boolean | null;
 

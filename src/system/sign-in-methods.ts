@@ -1,7 +1,7 @@
 // GET /ops/auth/providers: each sign-in method, whether it is switched on and configured, and
 // the names of the variables it still needs (never their values).
 import type { Config } from '../config';
-import { PROVIDER_VARIABLES, type KnownVariable, type Provider } from './provider-config';
+import { PROVIDER_VARIABLES, type KnownVariable, type Provider } from '../config/social-providers';
 
 export interface SignInMethod {
   method: 'password' | 'passkey' | 'totp' | Provider;

@@ -25,6 +25,7 @@ import {
 import { nextCode, PASSWORD } from '../support/mfa';
 import { totp } from '../support/totp';
 import { signedInUser } from '../support/users';
+import { signUp } from '../support/accounts';
 
 let peers: SocialPeers;
 let t: TestApp;
@@ -77,12 +78,10 @@ async function socialSignUp(provider: ProviderName, opts: { emailVerified?: bool
   return { sub: s, userId: who.body.id, email: address, cookie, auth };
 }
 
-/** POST /v1/auth/register with the default cookie transport: an account with a password. */
+/** An account with a password, signed up with the cookie transport (accounts.ts `signUp`). */
 async function passwordAccount(): Promise<Account> {
-  const address = email();
-  const reg = await t.http.post('/v1/auth/register').send({ email: address, password: PASSWORD }).expect(201);
-  const cookie = sessionCookieOf(reg)!;
-  return { userId: reg.body.user.id, email: address, cookie, auth: cookieAuth(cookie) };
+  const { userId, email: address, cookie } = await signUp(t, { email: email(), password: PASSWORD, transport: 'cookie' });
+  return { userId, email: address, cookie, auth: cookieAuth(cookie) };
 }
 
 /** Links a new subject of `provider` to the account through the browser flow (needs the cookie session). */

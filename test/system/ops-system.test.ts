@@ -14,7 +14,7 @@ import { createDatabase } from '../../src/platform/database';
 import { CHECK_BOUND_MS, describeSystem } from '../../src/system/info';
 import { withoutCredentials } from '../../src/system/config-view';
 import { describeSignInMethods } from '../../src/system/sign-in-methods';
-import { setVariables } from '../../src/system/provider-config';
+import { setVariables } from '../../src/config/social-providers';
 
 const SECRETS = {
   SESSION_SECRET: 'session-secret-RECOGNISABLE-0123456789abcdef',

@@ -1,10 +1,10 @@
 // The one place that reads configuration. Everything else receives a Config.
 import fs from 'node:fs';
 import path from 'node:path';
-import { redisConfig, type RedisConfig } from './platform/redis';
-import { deriveKey, HmacKeyRing } from './platform/secret-keys';
-import { defaultsFromEnvironment, type SettingKey, type SettingValue } from './settings/catalog';
-import { setVariables, socialConfig, type KnownVariable, type SocialConfig } from './system/provider-config';
+import { redisConfig, type RedisConfig } from '../platform/redis';
+import { deriveKey, HmacKeyRing } from '../platform/secret-keys';
+import { defaultsFromEnvironment, type SettingKey, type SettingValue } from './settings-catalog';
+import { setVariables, socialConfig, type KnownVariable, type SocialConfig } from './social-providers';
 
 /** Project root (where openapi.yaml and package.json live), found from src/ and from dist/src/. */
 export const projectRoot = (() => {

@@ -1,7 +1,7 @@
 // The runtime settings (DESIGN 4), defined in code: key, type, rules, description, and the
 // environment variable that gives the default at start. An operator's override
 // (PUT /ops/settings/{key}) wins over that default on every instance until it is reset.
-import { formatDuration, parseDuration } from '../jobs/duration';
+import { formatDuration, parseDuration } from './duration';
 
 export type SettingType = 'boolean' | 'integer' | 'string' | 'duration' | 'enum';
 export type SettingValue = boolean | number | string;
