@@ -7,8 +7,7 @@ import type { TestApp } from '../support/test-app';
 import { startTestApp } from '../support/test-app';
 import { codeIn, TestSmtpServer } from '../support/smtp';
 import { browserFlow, liveCookies, startSocialPeers, uniqueSub, type SocialPeers } from '../support/social';
-
-const PASSWORD = 'correct horse battery staple';
+import { signUp } from '../support/accounts';
 const LISTED = ['first@ops.example.com', 'reset@ops.example.com', 'social-unverified@ops.example.com', 'social@ops.example.com'];
 
 let t: TestApp;
@@ -32,14 +31,9 @@ async function mailedCode(email: string, subject: string): Promise<string> {
   return codeIn(await smtp.waitForMessage((m) => m.to.includes(email) && m.subject === subject));
 }
 
-async function register(email: string) {
-  const res = await t.http.post('/v1/auth/register').send({ email, password: PASSWORD, transport: 'bearer' }).expect(201);
-  return { userId: res.body.user.id as string, auth: `Bearer ${res.body.token}`, body: res.body };
-}
-
 it('a listed address registered by anyone is not an operator until its mailbox is proved; verifying grants it at once, audited', async () => {
-  const u = await register('First@ops.example.com');
-  expect(u.body.user).toMatchObject({ email: 'first@ops.example.com', email_verified: false, operator: false });
+  const u = await signUp(t, { email: 'First@ops.example.com' });
+  expect(u.user).toMatchObject({ email: 'first@ops.example.com', email_verified: false, operator: false });
   expect((await me(u.auth)).body.operator).toBe(false);
   await t.http.get('/ops/audit').set('Authorization', u.auth).expect(403);
   expect(await grants(u.userId)).toHaveLength(0);
@@ -56,7 +50,7 @@ it('a listed address registered by anyone is not an operator until its mailbox i
 });
 
 it('a password reset proves the mailbox too: a listed address becomes an operator when it sets its password with a code', async () => {
-  const u = await register('reset@ops.example.com');
+  const u = await signUp(t, { email: 'reset@ops.example.com' });
   await t.http.post('/v1/auth/password/forgot').send({ email: 'reset@ops.example.com' }).expect(202);
   const code = await mailedCode('reset@ops.example.com', 'Reset your password');
   await t.http.post('/v1/auth/password/reset').send({ email: 'reset@ops.example.com', code, new_password: 'another horse battery staple' }).expect(204);
@@ -85,7 +79,7 @@ it('an address the provider has not verified never makes an operator; a provider
 });
 
 it('an address OPERATOR_EMAILS does not list stays an ordinary account when verified', async () => {
-  const u = await register('someone@example.com');
+  const u = await signUp(t, { email: 'someone@example.com' });
   const code = await mailedCode('someone@example.com', 'Confirm your email address');
   const verified = await t.http.post('/v1/auth/verify-email').set('Authorization', u.auth).send({ code }).expect(200);
   expect(verified.body).toMatchObject({ email_verified: true, operator: false });

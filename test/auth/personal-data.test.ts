@@ -5,8 +5,8 @@
 import type { TestApp } from '../support/test-app';
 import { codeIn, startAppWithSmtp, type TestSmtpServer } from '../support/smtp';
 import { waitFor } from '../support/wait';
-
-const PASSWORD = 'correct horse battery staple';
+import { PASSWORD, signUp } from '../support/accounts';
+import { createOrg } from '../support/orgs';
 
 let t: TestApp;
 let smtp: TestSmtpServer;
@@ -19,11 +19,6 @@ afterAll(() => close?.());
 let n = 0;
 const uniqueEmail = (tag: string) => `${tag}${++n}-${Date.now()}@example.com`;
 
-async function register(email: string) {
-  const res = await t.http.post('/v1/auth/register').send({ email, password: PASSWORD, transport: 'bearer' }).expect(201);
-  return { userId: res.body.user.id as string, auth: `Bearer ${res.body.token}` };
-}
-
 /** Every row of the table that holds `text` anywhere (any column, case-insensitively). */
 const rowsHolding = (table: string, text: string) => t.ctx.db(table).whereRaw(`row_to_json(${table})::text ilike ?`, [`%${text}%`]);
 
@@ -33,7 +28,7 @@ async function allRunsFinal() {
 
 it('after register → forgot password → verify → delete, no job run, mail record or audit event holds the address', async () => {
   const email = uniqueEmail('Forget.Me');
-  const u = await register(email);
+  const u = await signUp(t, { email });
   // Typed as a person might, in another case.
   await t.http.post('/v1/auth/password/forgot').send({ email: email.toUpperCase() }).expect(202);
   const code = codeIn(await smtp.waitForMessage((m) => m.to.includes(email.toLowerCase()) && m.subject === 'Confirm your email address'));
@@ -50,8 +45,8 @@ it('after register → forgot password → verify → delete, no job run, mail r
 
 it('an operator\'s test mail typed in another case is erased too', async () => {
   const email = uniqueEmail('tested');
-  const u = await register(email);
-  const operator = await register(uniqueEmail('operator'));
+  const u = await signUp(t, { email });
+  const operator = await signUp(t, { email: uniqueEmail('operator') });
   await t.ctx.db('users').where({ id: operator.userId }).update({ is_operator: true });
   const sent = await t.http.post('/ops/mail/test').set('Authorization', operator.auth).send({ to: email.toUpperCase() }).expect(202);
   await allRunsFinal();
@@ -65,13 +60,12 @@ it('an operator\'s test mail typed in another case is erased too', async () => {
 });
 
 it('invitation events (created, revoked) lose the invitee\'s address when the invitee deletes the account; the events stay', async () => {
-  const owner = await register(uniqueEmail('owner'));
-  await t.ctx.db('users').where({ id: owner.userId }).update({ email_verified_at: new Date() }); // founding an organisation asks for it
-  const org = await t.http.post('/v1/orgs').set('Authorization', owner.auth).send({ name: 'Personal data' }).expect(201);
+  const owner = await signUp(t, { email: uniqueEmail('owner'), verified: true }); // founding an organisation asks for it
+  const org = await createOrg(t, owner, { name: 'Personal data' });
   const inviteeEmail = uniqueEmail('invitee');
-  const invitee = await register(inviteeEmail);
-  const invitation = await t.http.post(`/v1/orgs/${org.body.id}/invitations`).set('Authorization', owner.auth).send({ email: inviteeEmail, role: 'member' }).expect(201);
-  await t.http.delete(`/v1/orgs/${org.body.id}/invitations/${invitation.body.id}`).set('Authorization', owner.auth).expect(204);
+  const invitee = await signUp(t, { email: inviteeEmail });
+  const invitation = await t.http.post(`/v1/orgs/${org.id}/invitations`).set('Authorization', owner.auth).send({ email: inviteeEmail, role: 'member' }).expect(201);
+  await t.http.delete(`/v1/orgs/${org.id}/invitations/${invitation.body.id}`).set('Authorization', owner.auth).expect(204);
   const events = () => t.ctx.db('audit_events').where({ target_id: invitation.body.id }).whereIn('action', ['org.invitation.created', 'org.invitation.revoked']);
   expect((await events()).map((e) => e.data.email)).toEqual([inviteeEmail, inviteeEmail]);
 
@@ -89,7 +83,7 @@ it('invitation events (created, revoked) lose the invitee\'s address when the in
 it('a mail server\'s refusal that names the recipient leaves no trace of the address in the run\'s recorded errors', async () => {
   const email = uniqueEmail('refused');
   smtp.refuse({ code: 450, message: `Mailbox ${email} is busy, try later`, times: 1 });
-  const u = await register(email);
+  const u = await signUp(t, { email });
   const run = await waitFor('the verification mail to fail once', async () => {
     const [found] = await t.ctx.db('job_runs').whereRaw("payload->>'to' = ?", [email]).whereRaw('jsonb_array_length(errors) > 0');
     return found;

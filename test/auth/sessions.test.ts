@@ -4,8 +4,8 @@
 import { startTestApp, type TestApp } from '../support/test-app';
 import { insertUser } from '../../src/accounts/store';
 import { hashPassword } from '../../src/accounts/passwords';
+import { PASSWORD, signIn } from '../support/accounts';
 
-const PASSWORD = 'correct horse battery staple';
 const ORIGIN = 'https://app.example.com';
 let t: TestApp;
 let seq = 0;
@@ -17,21 +17,11 @@ afterAll(() => t?.close());
 
 const DAY = 24 * 3600 * 1000;
 
+/** An account with PASSWORD and no session yet (made directly: registering would start one); signIn starts them. */
 async function newAccount() {
   const email = `sessions${++seq}-${Date.now()}@example.com`;
   const userId = await insertUser(t.ctx.db, { email, name: 'Grace', passwordHash: await hashPassword(PASSWORD, 4) });
   return { email, userId };
-}
-
-async function bearerLogin(email: string, userAgent = 'device/1') {
-  const res = await t.http.post('/v1/auth/login').set('User-Agent', userAgent).send({ email, password: PASSWORD, transport: 'bearer' }).expect(200);
-  return { auth: `Bearer ${res.body.token}`, sessionId: res.body.session.id as string };
-}
-
-async function cookieLogin(email: string) {
-  const res = await t.http.post('/v1/auth/login').send({ email, password: PASSWORD }).expect(200);
-  const cookie = String(res.headers['set-cookie']).split(';')[0]!;
-  return { cookie, sessionId: res.body.session.id as string };
 }
 
 const audit = (action: string, where: Record<string, unknown>) => t.ctx.db('audit_events').where({ action, ...where });
@@ -39,7 +29,7 @@ const audit = (action: string, where: Record<string, unknown>) => t.ctx.db('audi
 describe('GET /v1/auth/me', () => {
   it('answers the signed-in user (no second factor yet)', async () => {
     const { email, userId } = await newAccount();
-    const { auth } = await bearerLogin(email);
+    const { auth } = await signIn(t, { email });
     const res = await t.http.get('/v1/auth/me').set('Authorization', auth).expect(200);
     expect(res.body).toMatchObject({
       id: userId,
@@ -63,10 +53,10 @@ describe('GET /v1/auth/me', () => {
 describe('GET /v1/auth/sessions', () => {
   it('lists live sessions newest first, marks the current one, pages with a cursor', async () => {
     const { email } = await newAccount();
-    const first = await bearerLogin(email, 'phone/1');
-    const second = await bearerLogin(email, 'laptop/2');
-    const third = await bearerLogin(email, 'tablet/3');
-    const revoked = await bearerLogin(email, 'old/4');
+    const first = await signIn(t, { email }, { headers: { 'User-Agent': 'phone/1' } });
+    const second = await signIn(t, { email }, { headers: { 'User-Agent': 'laptop/2' } });
+    const third = await signIn(t, { email }, { headers: { 'User-Agent': 'tablet/3' } });
+    const revoked = await signIn(t, { email }, { headers: { 'User-Agent': 'old/4' } });
     await t.http.post('/v1/auth/logout').set('Authorization', revoked.auth).expect(204);
 
     const res = await t.http.get('/v1/auth/sessions').set('Authorization', second.auth).expect(200);
@@ -89,8 +79,8 @@ describe('GET /v1/auth/sessions', () => {
   it("never shows another user's sessions", async () => {
     const a = await newAccount();
     const b = await newAccount();
-    const mine = await bearerLogin(a.email);
-    await bearerLogin(b.email);
+    const mine = await signIn(t, { email: a.email });
+    await signIn(t, { email: b.email });
     const res = await t.http.get('/v1/auth/sessions').set('Authorization', mine.auth).expect(200);
     expect(res.body.items.map((s: any) => s.id)).toEqual([mine.sessionId]);
   });
@@ -99,8 +89,8 @@ describe('GET /v1/auth/sessions', () => {
 describe('POST /v1/auth/logout', () => {
   it('revokes this session only (refused at once), clears the cookie, audits auth.logout', async () => {
     const { email, userId } = await newAccount();
-    const other = await bearerLogin(email);
-    const me = await bearerLogin(email);
+    const other = await signIn(t, { email });
+    const me = await signIn(t, { email });
     const res = await t.http.post('/v1/auth/logout').set('Authorization', me.auth).set('X-Request-Id', 'req_logouttest0000001').expect(204);
     expect(String(res.headers['set-cookie'])).toMatch(/^session=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0$/);
     await t.http.get('/v1/auth/me').set('Authorization', me.auth).expect(401);
@@ -113,7 +103,7 @@ describe('POST /v1/auth/logout', () => {
 
   it('works with the cookie from an allowed origin, refuses a foreign origin (CSRF)', async () => {
     const { email } = await newAccount();
-    const { cookie } = await cookieLogin(email);
+    const { cookie } = await signIn(t, { email }, { transport: 'cookie' });
     const foreign = await t.http.post('/v1/auth/logout').set('Cookie', cookie).set('Origin', 'https://evil.example').expect(403);
     expect(foreign.body.code).toBe('forbidden');
     await t.http.get('/v1/auth/me').set('Cookie', cookie).expect(200);
@@ -126,9 +116,9 @@ describe('POST /v1/auth/logout', () => {
 describe('POST /v1/auth/logout-all', () => {
   it('revokes every other session (count answered and audited), keeps this one', async () => {
     const { email, userId } = await newAccount();
-    const others = [await bearerLogin(email), await bearerLogin(email), await cookieLogin(email)];
-    const me = await bearerLogin(email);
-    const unrelated = await bearerLogin((await newAccount()).email);
+    const others = [await signIn(t, { email }), await signIn(t, { email }), await signIn(t, { email }, { transport: 'cookie' })];
+    const me = await signIn(t, { email });
+    const unrelated = await signIn(t, { email: (await newAccount()).email });
 
     const res = await t.http.post('/v1/auth/logout-all').set('Authorization', me.auth).expect(200);
     expect(res.body).toEqual({ revoked: 3 });
@@ -150,8 +140,8 @@ describe('POST /v1/auth/logout-all', () => {
 describe('DELETE /v1/auth/sessions/{id}', () => {
   it('revokes another of my sessions: refused at once, no cookie cleared, audited', async () => {
     const { email, userId } = await newAccount();
-    const phone = await bearerLogin(email);
-    const me = await bearerLogin(email);
+    const phone = await signIn(t, { email });
+    const me = await signIn(t, { email });
     const res = await t.http.delete(`/v1/auth/sessions/${phone.sessionId}`).set('Authorization', me.auth).expect(204);
     expect(res.headers['set-cookie']).toBeUndefined();
     await t.http.get('/v1/auth/me').set('Authorization', phone.auth).expect(401);
@@ -165,8 +155,8 @@ describe('DELETE /v1/auth/sessions/{id}', () => {
   });
 
   it("answers 404 for another user's session (and leaves it alone) and for an unknown id", async () => {
-    const mine = await bearerLogin((await newAccount()).email);
-    const theirs = await bearerLogin((await newAccount()).email);
+    const mine = await signIn(t, { email: (await newAccount()).email });
+    const theirs = await signIn(t, { email: (await newAccount()).email });
     const res = await t.http.delete(`/v1/auth/sessions/${theirs.sessionId}`).set('Authorization', mine.auth).expect(404);
     expect(res.body.code).toBe('not_found');
     await t.http.get('/v1/auth/me').set('Authorization', theirs.auth).expect(200);
@@ -177,7 +167,7 @@ describe('DELETE /v1/auth/sessions/{id}', () => {
 
   it('revoking the current session works like logout (cookie cleared)', async () => {
     const { email } = await newAccount();
-    const { cookie, sessionId } = await cookieLogin(email);
+    const { cookie, sessionId } = await signIn(t, { email }, { transport: 'cookie' });
     const res = await t.http.delete(`/v1/auth/sessions/${sessionId}`).set('Cookie', cookie).set('Origin', ORIGIN).expect(204);
     expect(String(res.headers['set-cookie'])).toMatch(/^session=;.*Max-Age=0/);
     await t.http.get('/v1/auth/me').set('Cookie', cookie).expect(401);
@@ -188,8 +178,8 @@ describe('DELETE /v1/auth/sessions/{id}', () => {
 describe('expiry (injectable clock)', () => {
   it('ends a session after 14 idle days; use keeps it alive', async () => {
     const { email } = await newAccount();
-    const idle = await bearerLogin(email);
-    const busy = await bearerLogin(email);
+    const idle = await signIn(t, { email });
+    const busy = await signIn(t, { email });
     t.clock.advance(13 * DAY);
     await t.http.get('/v1/auth/me').set('Authorization', busy.auth).expect(200);
     t.clock.advance(13 * DAY);
@@ -205,7 +195,7 @@ describe('expiry (injectable clock)', () => {
 
   it('ends a session 90 days after sign-in however often it is used', async () => {
     const { email } = await newAccount();
-    const s = await bearerLogin(email);
+    const s = await signIn(t, { email });
     for (let day = 0; day < 84; day += 12) {
       t.clock.advance(12 * DAY);
       await t.http.get('/v1/auth/me').set('Authorization', s.auth).expect(200);
@@ -213,7 +203,7 @@ describe('expiry (injectable clock)', () => {
     t.clock.advance(6 * DAY + 1000); // 90 days and a second
     await t.http.get('/v1/auth/me').set('Authorization', s.auth).expect(401);
     // A fresh sign-in works.
-    await bearerLogin(email);
+    await signIn(t, { email });
   });
 });
 
@@ -233,7 +223,7 @@ describe('expires_at and the cookie Max-Age: when the session really ends', () =
 
   it('slides with use: the list says so, and the cookie is set again only when the server extends the session', async () => {
     const { email } = await newAccount();
-    const { cookie, sessionId } = await cookieLogin(email);
+    const { cookie, sessionId } = await signIn(t, { email }, { transport: 'cookie' });
     const signedInAt = t.clock.now.getTime();
     // Within the minute the server does not record use: no new cookie, the same expiry.
     t.clock.advance(30_000);
@@ -259,12 +249,12 @@ describe('expires_at and the cookie Max-Age: when the session really ends', () =
 
   it('never sets the cookie again for a bearer session, and a sign-out clears it instead of refreshing it', async () => {
     const { email } = await newAccount();
-    const bearer = await bearerLogin(email);
+    const bearer = await signIn(t, { email });
     t.clock.advance(2 * DAY);
     const me = await t.http.get('/v1/auth/me').set('Authorization', bearer.auth).expect(200);
     expect(me.headers['set-cookie']).toBeUndefined();
 
-    const { cookie } = await cookieLogin(email);
+    const { cookie } = await signIn(t, { email }, { transport: 'cookie' });
     t.clock.advance(2 * DAY);
     const out = await t.http.post('/v1/auth/logout').set('Cookie', cookie).set('Origin', ORIGIN).expect(204);
     expect(out.headers['set-cookie']).toEqual(['session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0']);
@@ -272,7 +262,7 @@ describe('expires_at and the cookie Max-Age: when the session really ends', () =
 
   it('is the absolute expiry once that comes before the idle one', async () => {
     const { email } = await newAccount();
-    const { cookie } = await cookieLogin(email);
+    const { cookie } = await signIn(t, { email }, { transport: 'cookie' });
     const signedInAt = t.clock.now.getTime();
     const absoluteMs = t.ctx.config.session.absoluteLifetimeSeconds * 1000;
     for (let day = 0; day < 72; day += 12) {
