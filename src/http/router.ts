@@ -1,6 +1,6 @@
 // Routes every request through the contract: match the operation, authenticate as its security
-// requirements say, parse and validate the request (openapi-backend's validators: ajv, draft
-// 2020-12), then call the operation's handler.
+// requirements say, read the body (request-body.ts) and validate the request
+// (request-validation.ts), then call the operation's handler and write its reply (reply.ts).
 //
 // openapi-backend resolves the document and compiles the validators; the per-request steps are
 // ours. Its handleRequest parsed each request three times and matched it against a rebuilt list
@@ -8,40 +8,21 @@
 // compiled once, and a request is parsed and validated only when its operation takes parameters
 // or a body.
 import type { NextFunction, Request, Response } from 'express';
-import express from 'express';
-import OpenAPIBackend, { type Operation } from 'openapi-backend';
-import Ajv2020 from 'ajv/dist/2020';
-import addFormats from 'ajv-formats';
-import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { AppContext } from '../app-context';
-import { compilePathMatcher, routingDocument, type OperationInfo } from '../contract';
+import { compilePathMatcher, type OperationInfo } from '../contract';
 import { problems } from './problem';
-import { defineErrors } from '../errors';
 import { authenticateBearer, authenticateCookie, checkCsrf, unauthenticatedDetail, type AuthResult } from './authenticate';
 import type { HandlerContext, HandlerMap } from '../../handlers/types';
 import type { Caller } from '../sessions/store';
 import type { LimitReport } from '../ratelimit/report';
 import { reportsLimits, servicesReportingLimits, setRateLimitHeaders } from './rate-limit-headers';
 import { refreshSessionCookie } from './session-cookie';
+import { bodyParsersOf, readBody, type BodyRoute } from './request-body';
+import { inputsOf, joinRepeatedLists, validateBodyOnly, validateRequest, validatingBackend, type ValidatedRoute } from './request-validation';
 import { writeReply } from './reply';
-import { toValidationIssues } from './validation-issues';
 
 /** Tags whose operations never touch the database, so they answer while it is unavailable. */
 const DEPENDENCY_FREE_TAGS = new Set(['example', 'system']);
-const BODY_LIMIT = '1mb';
-
-const routerErrors = defineErrors('http', {
-  unsupportedMediaType: { code: 'unsupported_media_type', status: 415, detail: 'The operation does not take a body of this media type.' },
-});
-
-/**
- * One parser per media type an operation may declare. The router picks it from the request's
- * Content-Type after checking the operation declares that type, so each parses whatever it is given.
- */
-const PARSERS: Record<string, express.RequestHandler> = {
-  'application/json': express.json({ limit: BODY_LIMIT, type: () => true }),
-  'application/x-www-form-urlencoded': express.urlencoded({ limit: BODY_LIMIT, extended: false, type: () => true }),
-};
 
 type SchemeName = 'bearerAuth' | 'sessionCookie';
 const AUTHENTICATORS: Record<SchemeName, (app: AppContext, req: Request) => Promise<AuthResult>> = {
@@ -52,9 +33,9 @@ const AUTHENTICATORS: Record<SchemeName, (app: AppContext, req: Request) => Prom
 const MAINTENANCE_DETAIL = 'The service is in maintenance: changes are paused for now; reading still works. Try again later.';
 const MAINTENANCE_RETRY_AFTER_SECONDS = 60;
 
-interface Route {
+interface Route extends BodyRoute, ValidatedRoute {
   info: OperationInfo;
-  operation: Operation;
+  // any: one signature for the handlers of every operation; HandlerMap types each against its own.
   handler: (ctx: HandlerContext<any>) => any;
   /** Every scheme named by the requirements, bearer first (it wins when a request carries both). */
   schemes: SchemeName[];
@@ -62,20 +43,6 @@ interface Route {
   /** A /v1 write: refused while the runtime setting `maintenance_mode` is on (/ops stays usable to turn it off). */
   maintenanceGated: boolean;
   operatorOnly: boolean;
-  hasBody: boolean;
-  /** Parameters or a body to validate (an operation without either is not validated at all). */
-  hasInputs: boolean;
-  /** Without declared query parameters the query string is ignored, not refused name by name. */
-  takesQuery: boolean;
-  /** A body and no parameters (sign-in, register…): validated without openapi-backend parsing the request. */
-  bodyOnly: boolean;
-  validators: ValidateFunction[];
-  /** Body parser by declared media type (lower case, without parameters). */
-  parsers: Map<string, express.RequestHandler>;
-  /** The 415 detail and `Accept` value naming the declared media types. */
-  unsupportedMediaType: { detail: string; accept: string };
-  /** Query lists written `a,b` (style form, explode false), which operators also repeat. */
-  commaLists: string[];
   /** Its answers carry RateLimit headers (the contract says so on its success responses). */
   reportsLimits: boolean;
 }
@@ -87,21 +54,10 @@ interface PathEntry {
 }
 
 export function createRouter(app: AppContext, handlers: HandlerMap) {
-  const api = new OpenAPIBackend({
-    definition: routingDocument(app.contract) as any,
-    // quick: skip openapi-backend's own 3.0-only document check (we lint the 3.1 contract in CI)
-    // and its async $ref parser; validators are compiled below, before the first request.
-    quick: true,
-    strict: true,
-    coerceTypes: true,
-    ajvOpts: { allErrors: true, strict: false },
-    // One Ajv (draft 2020-12, with formats) per option set, shared by every validator:
-    // openapi-backend would otherwise build a fresh instance per operation (seconds at start-up).
-    customizeAjv: (_ajv, ajvOpts) => sharedAjv(ajvOpts) as any,
-  });
-  api.init();
+  const api = validatingBackend(app.contract);
 
-  // The validators are compiled here: a broken schema fails start-up, not the first request.
+  // Everything a request needs of its operation is compiled here, so a broken schema, a missing
+  // handler or an unparsable media type fails start-up, not the first request.
   const routes: Route[] = api.router.getOperations().map((operation) => {
     const info = app.contract.operations.get(operation.operationId!)!;
     const named = new Set(info.security.flatMap((r) => Object.keys(r)));
@@ -113,19 +69,8 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       dependencyFree: info.tags.some((t) => DEPENDENCY_FREE_TAGS.has(t)),
       maintenanceGated: info.path.startsWith('/v1/') && !['get', 'head'].includes(operation.method.toLowerCase()),
       operatorOnly: info.roles.includes('operator'),
-      hasBody: Boolean(operation.requestBody),
-      hasInputs: Boolean(operation.requestBody) || (operation.parameters ?? []).length > 0,
-      takesQuery: (operation.parameters ?? []).some((p) => 'in' in p && p.in === 'query'),
-      commaLists: (operation.parameters ?? [])
-        .filter((p) => 'in' in p && p.in === 'query' && p.explode === false && (p.schema as { type?: unknown } | undefined)?.type === 'array')
-        .map((p) => (p as { name: string }).name),
-      bodyOnly: Boolean(operation.requestBody) && !(operation.parameters ?? []).length,
-      validators: api.validator.getRequestValidatorsForOperation(info.operationId) as ValidateFunction[],
-      parsers: new Map(info.requestMediaTypes.map((type) => [type, parserFor(type, info.operationId)])),
-      unsupportedMediaType: {
-        detail: `This operation takes a body of type ${info.requestMediaTypes.join(' or ')} (Content-Type).`,
-        accept: info.requestMediaTypes.join(', '),
-      },
+      ...inputsOf(api, operation),
+      ...bodyParsersOf(info),
       reportsLimits: reportsLimits(app.contract, info),
     };
   });
@@ -149,15 +94,11 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       let query: Record<string, unknown> = route.takesQuery ? joinRepeatedLists(req.query, route.commaLists) : {};
       // The contract refuses what the handlers must not see, NUL characters included (PostgreSQL
       // text cannot hold them): every request string has a pattern saying so (test/contract/rules).
-      if (route.bodyOnly) {
-        const errors = validateBodyOnly(route, req);
-        if (errors.length) throw problems.validation(toValidationIssues(errors));
-      } else if (route.hasInputs) {
-        const request = { method: req.method, path: req.path, body: req.body, query: query as any, headers: req.headers as any };
-        const validation = api.validator.validateRequest(request, route.operation);
-        if (validation.errors) throw problems.validation(toValidationIssues(validation.errors));
-        params = (validation.coerced?.params as Record<string, unknown> | undefined) ?? params;
-        query = (validation.coerced?.query as Record<string, unknown> | undefined) ?? query;
+      if (route.bodyOnly) validateBodyOnly(route, req);
+      else if (route.hasInputs) {
+        const coerced = validateRequest(api, route, req, query);
+        params = (coerced?.params as Record<string, unknown> | undefined) ?? params;
+        query = (coerced?.query as Record<string, unknown> | undefined) ?? query;
       }
       const scope = route.reportsLimits ? servicesReportingLimits(app) : null;
       limitReport = scope?.report;
@@ -207,21 +148,6 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
 }
 
 /**
- * `state=a,b&state=c` as `state=a,b,c`: the contract's lists are comma-separated, and repeated
- * parameters (Express gives an array) are read the same way, mixed or not.
- */
-function joinRepeatedLists(query: Record<string, unknown>, names: string[]): Record<string, unknown> {
-  let joined = query;
-  for (const name of names) {
-    const value = query[name];
-    if (!Array.isArray(value)) continue;
-    if (joined === query) joined = { ...query };
-    joined[name] = value.join(',');
-  }
-  return joined;
-}
-
-/**
  * Runs the operation's security schemes (bearer first); the requirements are
  * alternatives, each satisfied when all its schemes found a caller. Then role and CSRF checks.
  * An operation whose requirements include `{}` answers callers and anonymous requests alike.
@@ -248,68 +174,9 @@ async function authenticate(app: AppContext, route: Route, req: Request): Promis
   return caller;
 }
 
-/**
- * What openapi-backend's validateRequest does for an operation without parameters: the body (when
- * one was sent as an object or as JSON) through the compiled validators, without parsing the
- * request again.
- */
-function validateBodyOnly(route: Route, req: Request): ErrorObject[] {
-  const input: Record<string, unknown> = { path: {}, query: {}, header: req.headers, cookie: {} };
-  const contentType = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (typeof req.body === 'object' || contentType === 'application/json') input.requestBody = req.body;
-  const errors: ErrorObject[] = [];
-  for (const validate of route.validators) if (!validate(input)) errors.push(...(validate.errors ?? []));
-  return errors;
-}
-
 /** Every operation of the contract has its handler: a missing one fails start-up, not a request. */
 function handlerFor(handlers: HandlerMap, operationId: string): Route['handler'] {
   const handler = handlers[operationId as keyof HandlerMap] as Route['handler'] | undefined;
   if (!handler) throw new Error(`${operationId} is in the contract but has no handler (handlers/index.ts)`);
   return handler;
-}
-
-function parserFor(type: string, operationId: string): express.RequestHandler {
-  const parser = PARSERS[type];
-  if (!parser) throw new Error(`${operationId} declares a request body of type ${type}, which the router cannot parse`);
-  return parser;
-}
-
-/**
- * Reads the body with the parser of its media type (parameters such as charset aside), or answers
- * 415 when the operation does not declare that type. A request without a body (no
- * Content-Length above 0, no Transfer-Encoding) is left to validation (422 when one is required).
- */
-async function readBody(route: Route, req: Request, res: Response): Promise<void> {
-  const headers = req.headers;
-  if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) return;
-  const raw = headers['content-type'];
-  // The common case, `application/json` exactly, without normalising the header.
-  const parser = (raw !== undefined && route.parsers.get(raw)) || route.parsers.get(mediaTypeOf(raw));
-  if (!parser) {
-    const { detail, accept } = route.unsupportedMediaType;
-    throw routerErrors.unsupportedMediaType(detail, { headers: { Accept: accept } });
-  }
-  await runParser(parser, req, res);
-}
-
-const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-
-function runParser(parser: express.RequestHandler, req: Request, res: Response): Promise<void> {
-  return new Promise((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
-}
-
-const ajvInstances = new Map<string, Ajv2020>();
-
-function sharedAjv(opts: object): Ajv2020 {
-  const key = JSON.stringify(opts);
-  let ajv = ajvInstances.get(key);
-  if (!ajv) {
-    ajv = new Ajv2020({ ...opts, allErrors: true, strict: false });
-    addFormats(ajv);
-    ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && Math.abs(n) <= 2 ** 31 });
-    ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
-    ajvInstances.set(key, ajv);
-  }
-  return ajv;
 }
