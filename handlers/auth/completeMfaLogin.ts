@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { sessionReply } from './session-reply';
+import { sessionReply } from './views';
 import { toPasskeyProof } from './proof';
 
 /** 200 LoginSuccess: the challenge is finished with exactly one second factor (the body's oneOf). */

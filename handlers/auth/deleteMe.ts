@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { clearSessionCookie } from './session-reply';
+import { clearSessionCookie } from './views';
 import { toStepUpProof } from './proof';
 
 /** 204: the account and its personal data are gone; the session cookie is cleared, whichever transport was used. */

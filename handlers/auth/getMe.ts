@@ -1,6 +1,6 @@
 import type { Handler } from '../types';
 import { accountView } from '../../src/accounts/me';
-import { toApiUser } from './session-reply';
+import { toApiUser } from './views';
 
 /** The signed-in user, as read with the session (no further database round trip). */
 export const getMe: Handler<'getMe'> = ({ caller }) => ({ status: 200, body: toApiUser(accountView(caller.user)) });

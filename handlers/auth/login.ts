@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { challengeReply, sessionReply } from './session-reply';
+import { challengeReply, sessionReply } from './views';
 
 /** 200 LoginSuccess, or 202 MfaChallenge when the user has a second factor (no session yet). */
 export const login: Handler<'login'> = async ({ app, services, body, meta }) => {

@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { clearSessionCookie } from './session-reply';
+import { clearSessionCookie } from './views';
 
 /** 204: this session is revoked and the session cookie cleared. */
 export const logout: Handler<'logout'> = async ({ app, services, caller, meta }) => {

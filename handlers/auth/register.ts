@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { sessionReply } from './session-reply';
+import { sessionReply } from './views';
 
 /** 201 LoginSuccess: the account is created (email unverified, code mailed) and signed in. */
 export const register: Handler<'register'> = async ({ app, services, body, meta }) => {

@@ -1,6 +1,6 @@
 import type { Handler } from '../types';
 import { accountView } from '../../src/accounts/me';
-import { toApiUser } from './session-reply';
+import { toApiUser } from './views';
 
 /** 200 with the updated user (`email_verified: true`). */
 export const verifyEmail: Handler<'verifyEmail'> = async ({ services, caller, body, meta }) => {

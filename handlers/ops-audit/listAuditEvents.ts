@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { toApiEvent } from './mappers';
+import { toApiEvent } from './views';
 
 export const listAuditEvents: Handler<'listAuditEvents'> = async ({ services, query }) => {
   const { items, nextCursor } = await services.audit.list(

@@ -1,6 +1,6 @@
 import type { Handler } from '../types';
 import { actingOperator } from '../actor';
-import { toApiRun } from './mappers';
+import { toApiRun } from './views';
 
 /** 200 when a waiting run is cancelled at once; 202 when a running run has been signalled. */
 export const cancelJobRun: Handler<'cancelJobRun'> = async (ctx) => {

@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { toApiDefinition } from './mappers';
+import { toApiDefinition } from './views';
 
 export const getJobDefinition: Handler<'getJobDefinition'> = async ({ services, params }) => ({
   status: 200,

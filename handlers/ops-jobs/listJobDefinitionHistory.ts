@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { toApiDefinitionChange } from './mappers';
+import { toApiDefinitionChange } from './views';
 
 export const listJobDefinitionHistory: Handler<'listJobDefinitionHistory'> = async ({ services, params, query }) => {
   const { items, nextCursor } = await services.jobDefinitions.listHistory(params.name, { limit: query.limit, cursor: query.cursor });

@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { toApiDefinition } from './mappers';
+import { toApiDefinition } from './views';
 
 export const listJobDefinitions: Handler<'listJobDefinitions'> = async ({ services }) => ({
   status: 200,

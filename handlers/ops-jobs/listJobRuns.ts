@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { toApiRun } from './mappers';
+import { toApiRun } from './views';
 
 export const listJobRuns: Handler<'listJobRuns'> = async ({ services, query }) => {
   const { items, nextCursor } = await services.jobRuns.list({ kinds: query.kind, states: query.state, queues: query.queue }, { limit: query.limit, cursor: query.cursor });

@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { toApiScheduled } from './mappers';
+import { toApiScheduled } from './views';
 
 export const listScheduledJobs: Handler<'listScheduledJobs'> = async ({ services }) => ({
   status: 200,

@@ -1,6 +1,6 @@
 import type { Handler } from '../types';
 import { actingOperator } from '../actor';
-import { toApiRun } from './mappers';
+import { toApiRun } from './views';
 
 export const retryJobRun: Handler<'retryJobRun'> = async (ctx) => ({
   status: 200,

@@ -1,6 +1,6 @@
 import type { Handler } from '../types';
 import { actingOperator } from '../actor';
-import { toApiRun } from './mappers';
+import { toApiRun } from './views';
 
 export const runJobNow: Handler<'runJobNow'> = async (ctx) => ({
   status: 202,

@@ -1,6 +1,6 @@
 import type { Handler } from '../types';
 import { actingOperator } from '../actor';
-import { toApiDefinition } from './mappers';
+import { toApiDefinition } from './views';
 
 export const updateJobDefinition: Handler<'updateJobDefinition'> = async (ctx) => {
   const { config, version, reason } = ctx.body;

@@ -1,6 +1,6 @@
 import type { Handler } from '../types';
 import { actingOperator } from '../actor';
-import { toApiRun } from '../ops-jobs/mappers';
+import { toApiRun } from '../ops-jobs/views';
 
 /** 202 with the queued `service.mail.send` run; delivery shows in the run's state. */
 export const sendTestMail: Handler<'sendTestMail'> = async (ctx) => {

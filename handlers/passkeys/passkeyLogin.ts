@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { sessionReply } from '../auth/session-reply';
+import { sessionReply } from '../auth/views';
 
 /** 200 LoginSuccess: a passkey satisfies both factors. */
 export const passkeyLogin: Handler<'passkeyLogin'> = async ({ app, services, body, meta }) => {

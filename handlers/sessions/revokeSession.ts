@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { clearSessionCookie } from '../auth/session-reply';
+import { clearSessionCookie } from '../auth/views';
 
 /** 204; revoking the current session works like logout (the cookie is cleared). 404 for anything not the caller's and live. */
 export const revokeSession: Handler<'revokeSession'> = async ({ app, services, caller, params, meta }) => {

@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { callbackReply } from './callback-reply';
+import { callbackReply } from './both-providers';
 
 /** provider_a's GET redirect back to us. */
 export const providerACallback: Handler<'providerACallback'> = (ctx) => {

@@ -1,5 +1,5 @@
 import type { Handler } from '../types';
-import { callbackReply } from './callback-reply';
+import { callbackReply } from './both-providers';
 
 /**
  * The name in provider_b's `user` form field (first sign-in only): `{"name": {"firstName",
