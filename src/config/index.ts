@@ -79,7 +79,7 @@ export interface Config {
   keys: { oneTimeCodes: HmacKeyRing; recoveryCodes: HmacKeyRing };
   auth: { bcryptCost: number };
   /**
-   * The defaults of the runtime settings (src/settings/catalog.ts: registration, password minimum,
+   * The defaults of the runtime settings (settings-catalog.ts: registration, password minimum,
    * session idle timeout, rate limits, maintenance mode, retention periods): each one's environment
    * variable when set, else the code default. Read them through `app.settings`, where an
    * operator's override wins.

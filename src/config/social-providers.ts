@@ -16,7 +16,7 @@ export const PROVIDER_VARIABLES = {
 export type Provider = keyof typeof PROVIDER_VARIABLES;
 export const PROVIDERS = Object.keys(PROVIDER_VARIABLES) as Provider[];
 
-/** Secrets src/config.ts replaces with a derived or development value when they are unset. */
+/** Secrets the config (index.ts) replaces with a derived or development value when they are unset. */
 const SECRETS_WITH_FALLBACK = ['SESSION_SECRET', 'MFA_ENCRYPTION_KEY'] as const;
 
 export type KnownVariable = (typeof PROVIDER_VARIABLES)[Provider][number] | (typeof SECRETS_WITH_FALLBACK)[number];

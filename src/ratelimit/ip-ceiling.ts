@@ -11,7 +11,7 @@
 //
 // When Redis cannot count (down, or slower than SYNC_TIMEOUT_MS) each instance goes on counting on
 // its own and keeps the unsent counts for later; the failure goes to the dependency monitor, which
-// logs the outage once when it starts and once when it ends. The login/register limits (src/accounts/sign-in.ts) count in
+// logs the outage once when it starts and once when it ends. The login/register limits (src/ratelimit/limits.ts) count in
 // Redis on every attempt and answer 503 without it.
 import { isIPv4, isIPv6 } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';

@@ -3,7 +3,7 @@
 // ends in `startSession`: the session row and `auth.login.succeeded`, in the transaction of the
 // factor's use. A first factor for a user with a second factor ends in a challenge instead
 // (src/sessions/challenges.ts). The HTTP edge turns an IssuedSession into the cookie or the token
-// (handlers/auth/session-reply.ts). Rate limits and bcrypt run before a transaction opens.
+// (handlers/auth/views.ts). Rate limits and bcrypt run before a transaction opens.
 import type { Scope } from '../platform/scope';
 import type { AuditService, RequestMeta } from '../audit/service';
 import type { Limits } from '../ratelimit/limits';

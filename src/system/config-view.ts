@@ -35,7 +35,7 @@ const presence = (set: boolean) => (set ? 'set' : 'unset');
 /** Flat snake_case keys. */
 export function configView(config: Config, mail: MailDescription): Record<string, ConfigValue> {
   const set = config.variablesSet;
-  // Only whether they are set: src/config.ts does not read the providers' settings yet.
+  // Only whether they are set, never their values: secrets are among them.
   const providerVariables = Object.values(PROVIDER_VARIABLES)
     .flat()
     .map((name) => [name.toLowerCase(), presence(set.has(name))]);
