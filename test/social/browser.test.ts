@@ -20,6 +20,7 @@ import {
   type SocialPeers,
 } from '../support/social';
 import { PASSWORD } from '../support/mfa';
+import { signUp } from '../support/accounts';
 import { totp } from '../support/totp';
 
 let peers: SocialPeers;
@@ -124,13 +125,13 @@ describe('provider_b (form_post callback, ES256 client secret)', () => {
 
   it('is exempt from the Origin check (a cross-site form post, even with a session cookie) but is bound by the state', async () => {
     // A browser already signed in here: its session cookie goes along with the provider's post.
-    const other = await t.http.post('/v1/auth/register').send({ email: email(), password: PASSWORD }).expect(201);
+    const other = await signUp(t, { email: email(), password: PASSWORD, transport: 'cookie' });
     const s = sub();
     await peers.b.setAccount(s, { email: email(), email_verified: true });
     const start = await t.http.get(`/v1/auth/provider_b/start?redirect_to=${encodeURIComponent(REDIRECT_TO)}`).expect(302);
     const back = await peers.b.authorize(start.headers.location!, { sub: s });
     const callback = { method: 'POST' as const, path: new URL(back.url).pathname, form: back.form };
-    const cookies = `${liveCookies(start)[0]}; ${sessionCookieOf(other)}`;
+    const cookies = `${liveCookies(start)[0]}; ${other.cookie}`;
     const res = await sendCallback(t, callback, cookies).set('Origin', 'https://provider-b.example').expect(302);
     expect(res.headers.location).toBe(REDIRECT_TO);
     expect(sessionCookieOf(res)).toBeDefined();
@@ -223,15 +224,8 @@ describe('HEAD on the GETs that create or use up sign-in state', () => {
 });
 
 describe('accounts that exist already', () => {
-  async function passwordAccount(verified: boolean) {
-    const address = email();
-    const reg = await t.http.post('/v1/auth/register').send({ email: address, password: PASSWORD, transport: 'bearer' }).expect(201);
-    if (verified) await t.ctx.db('users').where({ id: reg.body.user.id }).update({ email_verified_at: t.clock.now });
-    return { email: address, userId: reg.body.user.id as string, auth: `Bearer ${reg.body.token}` };
-  }
-
   it('links automatically when both the provider and the account have the email verified', async () => {
-    const account = await passwordAccount(true);
+    const account = await signUp(t, { email: email(), password: PASSWORD, verified: true });
     const s = sub();
     await peers.a.setAccount(s, { email: account.email.toUpperCase(), email_verified: true });
     const flow = await browserFlow(t, peers, 'provider_a', { sub: s });
@@ -242,14 +236,14 @@ describe('accounts that exist already', () => {
   });
 
   it('refuses with account_exists when the account has not verified its email, or the provider has not', async () => {
-    const unverified = await passwordAccount(false);
+    const unverified = await signUp(t, { email: email(), password: PASSWORD });
     const s1 = sub();
     await peers.a.setAccount(s1, { email: unverified.email, email_verified: true });
     const one = await browserFlow(t, peers, 'provider_a', { sub: s1 });
     expect(one.res.headers.location).toBe(`${REDIRECT_TO}?error=account_exists`);
     expect(sessionCookieOf(one.res)).toBeUndefined();
 
-    const verified = await passwordAccount(true);
+    const verified = await signUp(t, { email: email(), password: PASSWORD, verified: true });
     const s2 = sub();
     await peers.a.setAccount(s2, { email: verified.email, email_verified: false });
     const two = await browserFlow(t, peers, 'provider_a', { sub: s2 });
@@ -258,7 +252,7 @@ describe('accounts that exist already', () => {
   });
 
   it('a user with a second factor gets a challenge in the fragment, finished with the code', async () => {
-    const account = await passwordAccount(true);
+    const account = await signUp(t, { email: email(), password: PASSWORD, verified: true });
     const setup = await t.http.post('/v1/auth/mfa/totp').set('Authorization', account.auth).expect(200);
     await t.http.post('/v1/auth/mfa/totp/confirm').set('Authorization', account.auth).send({ code: totp(setup.body.secret, t.clock.now) }).expect(200);
     const s = sub();
@@ -276,7 +270,7 @@ describe('accounts that exist already', () => {
   });
 
   it('a disabled account is refused (account_disabled)', async () => {
-    const account = await passwordAccount(true);
+    const account = await signUp(t, { email: email(), password: PASSWORD, verified: true });
     const s = sub();
     await peers.a.setAccount(s, { email: account.email, email_verified: true });
     await t.ctx.db('users').where({ id: account.userId }).update({ disabled_at: t.clock.now });
@@ -297,14 +291,8 @@ describe('accounts that exist already', () => {
 });
 
 describe('linking through the browser flow', () => {
-  async function signedInWithCookie() {
-    const address = email();
-    const reg = await t.http.post('/v1/auth/register').send({ email: address, password: PASSWORD }).expect(201);
-    return { userId: reg.body.user.id as string, cookie: sessionCookieOf(reg)! };
-  }
-
   it('links a provider identity to the signed-in user, whatever email the provider gives', async () => {
-    const user = await signedInWithCookie();
+    const user = await signUp(t, { email: email(), password: PASSWORD, transport: 'cookie' });
     const s = sub();
     await peers.b.setAccount(s, { email: 'relay-xyz@privaterelay.example', email_verified: true });
     const flow = await browserFlow(t, peers, 'provider_b', { sub: s }, { intent: 'link', sessionCookie: user.cookie });
@@ -324,7 +312,7 @@ describe('linking through the browser flow', () => {
     const s = sub();
     await peers.a.setAccount(s, { email: email(), email_verified: true });
     await browserFlow(t, peers, 'provider_a', { sub: s }); // someone signs up with it
-    const user = await signedInWithCookie();
+    const user = await signUp(t, { email: email(), password: PASSWORD, transport: 'cookie' });
     const flow = await browserFlow(t, peers, 'provider_a', { sub: s }, { intent: 'link', sessionCookie: user.cookie });
     expect(flow.res.headers.location).toBe(`${REDIRECT_TO}?error=identity_in_use`);
   });

@@ -7,6 +7,7 @@ import { browserFlow, CLIENTS, nativeIdToken, setCookies, startSocialApp,
   uniqueEmail,
   uniqueSub, syncClock, withRegistrationClosed, type SocialPeers } from '../support/social';
 import { PASSWORD } from '../support/mfa';
+import { signUp } from '../support/accounts';
 import { totp } from '../support/totp';
 
 let peers: SocialPeers;
@@ -176,15 +177,8 @@ describe('POST /v1/auth/provider_a/token (spec 4.2)', () => {
 });
 
 describe('accounts: second factor, disabled, existing email, closed sign-up', () => {
-  async function registered(verified: boolean) {
-    const address = email();
-    const reg = await t.http.post('/v1/auth/register').send({ email: address, password: PASSWORD, transport: 'bearer' }).expect(201);
-    if (verified) await t.ctx.db('users').where({ id: reg.body.user.id }).update({ email_verified_at: t.clock.now });
-    return { email: address, userId: reg.body.user.id as string, auth: `Bearer ${reg.body.token}` };
-  }
-
   it('a user with a second factor gets 202 like login, and the session made by the code remembers the identity', async () => {
-    const account = await registered(true);
+    const account = await signUp(t, { email: email(), password: PASSWORD, verified: true });
     const setup = await t.http.post('/v1/auth/mfa/totp').set('Authorization', account.auth).expect(200);
     await t.http.post('/v1/auth/mfa/totp/confirm').set('Authorization', account.auth).send({ code: totp(setup.body.secret, t.clock.now) }).expect(200);
     const s = sub();
@@ -201,7 +195,7 @@ describe('accounts: second factor, disabled, existing email, closed sign-up', ()
   });
 
   it('a disabled account: 403 account_disabled (password sign-in too)', async () => {
-    const account = await registered(true);
+    const account = await signUp(t, { email: email(), password: PASSWORD, verified: true });
     const s = sub();
     await peers.a.setAccount(s, { email: account.email, email_verified: true });
     await t.ctx.db('users').where({ id: account.userId }).update({ disabled_at: t.clock.now });
@@ -211,7 +205,7 @@ describe('accounts: second factor, disabled, existing email, closed sign-up', ()
   });
 
   it('an existing account whose email is not verified: 409 account_exists, nothing linked', async () => {
-    const account = await registered(false);
+    const account = await signUp(t, { email: email(), password: PASSWORD });
     const s = sub();
     await peers.a.setAccount(s, { email: account.email, email_verified: true });
     const { idToken, nonce } = await nativeIdToken(t, peers, 'provider_a', s);
