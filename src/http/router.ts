@@ -1,6 +1,7 @@
-// Routes every request through the contract: match the operation, authenticate as its security
-// requirements say, read the body (request-body.ts) and validate the request
-// (request-validation.ts), then call the operation's handler and write its reply (reply.ts).
+// Routes every request through the contract: match the operation (route-matching.ts),
+// authenticate as its security requirements say (security-requirements.ts), read the body
+// (request-body.ts) and validate the request (request-validation.ts), then call the operation's
+// handler and write its reply (reply.ts).
 //
 // openapi-backend resolves the document and compiles the validators; the per-request steps are
 // ours. Its handleRequest parsed each request three times and matched it against a rebuilt list
@@ -9,14 +10,13 @@
 // or a body.
 import type { NextFunction, Request, Response } from 'express';
 import type { AppContext } from '../app-context';
-import { compilePathMatcher, type OperationInfo } from '../contract';
 import { problems } from './problem';
-import { authenticateBearer, authenticateCookie, checkCsrf, unauthenticatedDetail, type AuthResult } from './authenticate';
 import type { HandlerContext, HandlerMap } from '../../handlers/types';
-import type { Caller } from '../sessions/store';
 import type { LimitReport } from '../ratelimit/report';
 import { reportsLimits, servicesReportingLimits, setRateLimitHeaders } from './rate-limit-headers';
 import { refreshSessionCookie } from './session-cookie';
+import { compileMatcher } from './route-matching';
+import { authenticate, securityOf, type SecuredRoute } from './security-requirements';
 import { bodyParsersOf, readBody, type BodyRoute } from './request-body';
 import { inputsOf, joinRepeatedLists, validateBodyOnly, validateRequest, validatingBackend, type ValidatedRoute } from './request-validation';
 import { writeReply } from './reply';
@@ -24,33 +24,17 @@ import { writeReply } from './reply';
 /** Tags whose operations never touch the database, so they answer while it is unavailable. */
 const DEPENDENCY_FREE_TAGS = new Set(['example', 'system']);
 
-type SchemeName = 'bearerAuth' | 'sessionCookie';
-const AUTHENTICATORS: Record<SchemeName, (app: AppContext, req: Request) => Promise<AuthResult>> = {
-  bearerAuth: authenticateBearer,
-  sessionCookie: authenticateCookie,
-};
-
 const MAINTENANCE_DETAIL = 'The service is in maintenance: changes are paused for now; reading still works. Try again later.';
 const MAINTENANCE_RETRY_AFTER_SECONDS = 60;
 
-interface Route extends BodyRoute, ValidatedRoute {
-  info: OperationInfo;
+interface Route extends SecuredRoute, BodyRoute, ValidatedRoute {
   // any: one signature for the handlers of every operation; HandlerMap types each against its own.
   handler: (ctx: HandlerContext<any>) => any;
-  /** Every scheme named by the requirements, bearer first (it wins when a request carries both). */
-  schemes: SchemeName[];
   dependencyFree: boolean;
   /** A /v1 write: refused while the runtime setting `maintenance_mode` is on (/ops stays usable to turn it off). */
   maintenanceGated: boolean;
-  operatorOnly: boolean;
   /** Its answers carry RateLimit headers (the contract says so on its success responses). */
   reportsLimits: boolean;
-}
-
-/** A path of the contract: its operations by HTTP method (upper case, as Node gives it) and its `Allow`. */
-interface PathEntry {
-  routes: Map<string, Route>;
-  allow: string[];
 }
 
 export function createRouter(app: AppContext, handlers: HandlerMap) {
@@ -60,21 +44,19 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
   // handler or an unparsable media type fails start-up, not the first request.
   const routes: Route[] = api.router.getOperations().map((operation) => {
     const info = app.contract.operations.get(operation.operationId!)!;
-    const named = new Set(info.security.flatMap((r) => Object.keys(r)));
     return {
       info,
       operation,
       handler: handlerFor(handlers, info.operationId),
-      schemes: (['bearerAuth', 'sessionCookie'] as const).filter((s) => named.has(s)),
+      ...securityOf(info),
       dependencyFree: info.tags.some((t) => DEPENDENCY_FREE_TAGS.has(t)),
       maintenanceGated: info.path.startsWith('/v1/') && !['get', 'head'].includes(operation.method.toLowerCase()),
-      operatorOnly: info.roles.includes('operator'),
       ...inputsOf(api, operation),
       ...bodyParsersOf(info),
       reportsLimits: reportsLimits(app.contract, info),
     };
   });
-  const match = compileMatcher(routes);
+  const match = compileMatcher(app.contract, routes);
 
   return async (req: Request, res: Response, next: NextFunction) => {
     let limitReport: LimitReport | undefined;
@@ -120,58 +102,6 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       next(err);
     }
   };
-
-  /** The most specific path (exact paths first, see compilePathMatcher), then the method: 404, or 405 with Allow. */
-  function compileMatcher(all: Route[]) {
-    const paths = new Map<string, PathEntry>();
-    for (const route of all) {
-      const path = route.info.path;
-      let entry = paths.get(path);
-      if (!entry) paths.set(path, (entry = { routes: new Map(), allow: app.contract.allowByPath.get(path) ?? [] }));
-      entry.routes.set(route.info.method.toUpperCase(), route);
-    }
-    // HEAD answers as GET does (RFC 9110 9.3.2) where the path allows it; Node sends the headers
-    // and drops the body.
-    for (const entry of paths.values()) {
-      const get = entry.routes.get('GET');
-      if (get && entry.allow.includes('HEAD') && !entry.routes.has('HEAD')) entry.routes.set('HEAD', get);
-    }
-    const matchPath = compilePathMatcher(paths);
-    return (method: string, path: string): Route => {
-      const entry = matchPath(path);
-      if (!entry) throw problems.notFound('No such path.');
-      const route = entry.routes.get(method);
-      if (!route) throw problems.methodNotAllowed(entry.allow);
-      return route;
-    };
-  }
-}
-
-/**
- * Runs the operation's security schemes (bearer first); the requirements are
- * alternatives, each satisfied when all its schemes found a caller. Then role and CSRF checks.
- * An operation whose requirements include `{}` answers callers and anonymous requests alike.
- */
-async function authenticate(app: AppContext, route: Route, req: Request): Promise<Caller | null> {
-  // One after the other: a request rarely carries both credentials, and a scheme whose credential
-  // is absent answers at once.
-  const results: Partial<Record<SchemeName, AuthResult>> = {};
-  for (const scheme of route.schemes) results[scheme] = await AUTHENTICATORS[scheme](app, req);
-  // A credential that could not be looked up (database down) is neither valid nor invalid: the
-  // request fails (503), never 401, which would tell a client its session is gone.
-  for (const scheme of route.schemes) {
-    const result = results[scheme];
-    if (result && 'error' in result) throw result.error;
-  }
-  const found = (r: AuthResult | undefined): r is { caller: Caller } => Boolean(r && 'caller' in r);
-  const authorized = route.info.security.some((requirement) => Object.keys(requirement).every((scheme) => found(results[scheme as SchemeName])));
-  const caller = route.schemes.map((scheme) => results[scheme]).find(found)?.caller ?? null;
-  if (caller) {
-    if (route.operatorOnly && !caller.operator) throw problems.forbidden('Only operators may use /ops.');
-    if (caller.transport === 'cookie') checkCsrf(app.config, req);
-  }
-  if (!authorized && route.info.security.length) throw problems.unauthenticated(unauthenticatedDetail(app, req, route.schemes.includes('sessionCookie')));
-  return caller;
 }
 
 /** Every operation of the contract has its handler: a missing one fails start-up, not a request. */

@@ -1,0 +1,58 @@
+// Who the caller is, as an operation's security requirements say: each scheme the requirements
+// name is tried (authenticate.ts resolves the credentials), then the requirements, the operator
+// role and the CSRF check decide whether the request may go on.
+import type { Request } from 'express';
+import type { AppContext } from '../app-context';
+import type { OperationInfo } from '../contract';
+import type { Caller } from '../sessions/store';
+import { problems } from './problem';
+import { authenticateBearer, authenticateCookie, checkCsrf, unauthenticatedDetail, type AuthResult } from './authenticate';
+
+type SchemeName = 'bearerAuth' | 'sessionCookie';
+const AUTHENTICATORS: Record<SchemeName, (app: AppContext, req: Request) => Promise<AuthResult>> = {
+  bearerAuth: authenticateBearer,
+  sessionCookie: authenticateCookie,
+};
+
+/** What authentication reads of a route, compiled once by securityOf. */
+export interface SecuredRoute {
+  info: OperationInfo;
+  /** Every scheme named by the requirements, bearer first (it wins when a request carries both). */
+  schemes: SchemeName[];
+  operatorOnly: boolean;
+}
+
+export function securityOf(info: OperationInfo): Pick<SecuredRoute, 'schemes' | 'operatorOnly'> {
+  const named = new Set(info.security.flatMap((r) => Object.keys(r)));
+  return {
+    schemes: (['bearerAuth', 'sessionCookie'] as const).filter((s) => named.has(s)),
+    operatorOnly: info.roles.includes('operator'),
+  };
+}
+
+/**
+ * Runs the operation's security schemes (bearer first); the requirements are
+ * alternatives, each satisfied when all its schemes found a caller. Then role and CSRF checks.
+ * An operation whose requirements include `{}` answers callers and anonymous requests alike.
+ */
+export async function authenticate(app: AppContext, route: SecuredRoute, req: Request): Promise<Caller | null> {
+  // One after the other: a request rarely carries both credentials, and a scheme whose credential
+  // is absent answers at once.
+  const results: Partial<Record<SchemeName, AuthResult>> = {};
+  for (const scheme of route.schemes) results[scheme] = await AUTHENTICATORS[scheme](app, req);
+  // A credential that could not be looked up (database down) is neither valid nor invalid: the
+  // request fails (503), never 401, which would tell a client its session is gone.
+  for (const scheme of route.schemes) {
+    const result = results[scheme];
+    if (result && 'error' in result) throw result.error;
+  }
+  const found = (r: AuthResult | undefined): r is { caller: Caller } => Boolean(r && 'caller' in r);
+  const authorized = route.info.security.some((requirement) => Object.keys(requirement).every((scheme) => found(results[scheme as SchemeName])));
+  const caller = route.schemes.map((scheme) => results[scheme]).find(found)?.caller ?? null;
+  if (caller) {
+    if (route.operatorOnly && !caller.operator) throw problems.forbidden('Only operators may use /ops.');
+    if (caller.transport === 'cookie') checkCsrf(app.config, req);
+  }
+  if (!authorized && route.info.security.length) throw problems.unauthenticated(unauthenticatedDetail(app, req, route.schemes.includes('sessionCookie')));
+  return caller;
+}
