@@ -1,14 +1,8 @@
 import type { Handler } from '../types';
-import { DEFAULT_LIMIT, decodeCursor, page } from '../../src/pagination';
-import { idCursor, orgBody } from './views';
-
-const isCursor = idCursor('org');
+import { orgBody } from './views';
 
 /** The caller's organisations, newest first (soft-deleted ones they own with `include_deleted=true`). */
 export const listOrgs: Handler<'listOrgs'> = async ({ services, caller, query }) => {
-  const limit = query.limit ?? DEFAULT_LIMIT;
-  const after = decodeCursor(query.cursor, isCursor);
-  const rows = await services.orgs.list(caller, { limit: limit + 1, beforeId: after?.id, includeDeleted: query.include_deleted ?? false });
-  const { items, nextCursor } = page(rows, limit, (last) => ({ id: last.id }));
+  const { items, nextCursor } = await services.orgs.list(caller, { limit: query.limit, cursor: query.cursor, includeDeleted: query.include_deleted ?? false });
   return { status: 200, body: { items: items.map(orgBody), next_cursor: nextCursor } };
 };

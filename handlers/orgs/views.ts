@@ -1,5 +1,4 @@
-// Domain rows → the contract's shapes for organisations, members, invitations and projects, and
-// the cursors of their lists.
+// Domain rows → the contract's shapes for organisations, members, invitations and projects.
 import type { components } from '../../codegen/api-types';
 import type { MemberRow, OrgView } from '../../src/orgs/service';
 import type { InvitationRow } from '../../src/orgs/invitations';
@@ -46,13 +45,3 @@ export const projectBody = (p: ProjectRow): Schemas['Project'] => ({
   created_at: iso(p.createdAt),
   updated_at: iso(p.updatedAt),
 });
-
-/** Cursor of newest-first lists keyed by a prefixed id. */
-export const idCursor =
-  (prefix: 'org' | 'inv' | 'prj') =>
-  (key: any): key is { id: string } =>
-    typeof key?.id === 'string' && new RegExp(`^${prefix}_[0-9a-z]{26}$`).test(key.id);
-
-/** Cursor of the members list (oldest membership first). */
-export const isMemberCursor = (key: any): key is { t: string; u: string } =>
-  typeof key?.t === 'string' && !Number.isNaN(Date.parse(key.t)) && typeof key?.u === 'string' && /^usr_[0-9a-z]{26}$/.test(key.u);

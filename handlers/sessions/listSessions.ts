@@ -1,14 +1,8 @@
 import type { Handler } from '../types';
-import { DEFAULT_LIMIT, decodeCursor, page } from '../../src/pagination';
-
-const isCursor = (key: any): key is { id: string } => typeof key?.id === 'string' && /^ses_[0-9a-z]{26}$/.test(key.id);
 
 /** The caller's live sessions, newest sign-in first; the one making the request has `current: true`. */
 export const listSessions: Handler<'listSessions'> = async ({ services, caller, query }) => {
-  const limit = query.limit ?? DEFAULT_LIMIT;
-  const after = decodeCursor(query.cursor, isCursor);
-  const rows = await services.sessions.listOwn(caller, limit + 1, after?.id);
-  const { items, nextCursor } = page(rows, limit, (last) => ({ id: last.id }));
+  const { items, nextCursor } = await services.sessions.listOwn(caller, { limit: query.limit, cursor: query.cursor });
   return {
     status: 200,
     body: {

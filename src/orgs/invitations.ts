@@ -13,6 +13,7 @@ import type { Limits } from '../ratelimit/limits';
 import type { Caller } from '../sessions/service';
 import type { Attempt } from '../ratelimit/limits';
 import { newId } from '../ids';
+import { pageById, type Page, type PageRequest } from '../pagination';
 import { hashToken, newSessionToken } from '../sessions/tokens';
 import { commonErrors, rateLimited } from '../errors';
 import { orgErrors } from './errors';
@@ -31,8 +32,11 @@ type Deps = Scope<{ orgs: OrgService; limits: Limits; audit: AuditService; mail:
 export class InvitationService {
   constructor(private readonly s: Deps) {}
 
-  list(caller: Caller, orgId: string, page: { limit: number; beforeId?: string }): Promise<store.InvitationRow[]> {
-    return this.s.orgs.inOrg(this.s, caller.userId, orgId, 'invitations.read', ({ tx }) => store.listOpen(tx.db, orgId, { ...page, now: tx.now() }));
+  /** GET /v1/orgs/{orgId}/invitations: open invitations, newest first, a page at a time. */
+  list(caller: Caller, orgId: string, request: PageRequest): Promise<Page<store.InvitationRow>> {
+    return pageById('inv', request, (limit, beforeId) =>
+      this.s.orgs.inOrg(this.s, caller.userId, orgId, 'invitations.read', ({ tx }) => store.listOpen(tx.db, orgId, { limit, beforeId, now: tx.now() })),
+    );
   }
 
   /** POST /v1/orgs/{orgId}/invitations: 409 `already_member` / `invitation_pending`; 50 per organisation per hour (`org.invitation.created`). */

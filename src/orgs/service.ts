@@ -10,6 +10,7 @@ import type { RuntimeSettings } from '../settings/runtime';
 import type { Caller } from '../sessions/service';
 import { commonErrors } from '../errors';
 import { newId } from '../ids';
+import { pageAfter, pageById, type Page, type PageRequest } from '../pagination';
 import { orgErrors } from './errors';
 import { authorize, authorizeRemoval, authorizeRoleChange, removesLastOwner, type OrgAction, type Role } from './policy';
 import { deriveSlug, withSuffix } from './slugs';
@@ -75,13 +76,16 @@ export class OrgService {
     authorize(role, action);
   }
 
-  list(caller: Caller, page: { limit: number; beforeId?: string; includeDeleted: boolean }): Promise<OrgView[]> {
-    return this.s.actingAs({ userId: caller.userId }, (tx) =>
-      store.listForUser(tx.db, caller.userId, {
-        limit: page.limit,
-        beforeId: page.beforeId,
-        deletedSince: page.includeDeleted ? new Date(tx.now().getTime() - this.restoreWindowMs) : null,
-      }),
+  /** GET /v1/orgs: the caller's organisations, newest first, a page at a time. */
+  list(caller: Caller, request: PageRequest & { includeDeleted: boolean }): Promise<Page<OrgView>> {
+    return pageById('org', request, (limit, beforeId) =>
+      this.s.actingAs({ userId: caller.userId }, (tx) =>
+        store.listForUser(tx.db, caller.userId, {
+          limit,
+          beforeId,
+          deletedSince: request.includeDeleted ? new Date(tx.now().getTime() - this.restoreWindowMs) : null,
+        }),
+      ),
     );
   }
 
@@ -192,8 +196,18 @@ export class OrgService {
     );
   }
 
-  listMembers(caller: Caller, orgId: string, page: { limit: number; after?: { joinedAt: string; userId: string } }): Promise<store.MemberRow[]> {
-    return this.inOrg(this.s, caller.userId, orgId, 'members.read', ({ tx }) => store.listMembers(tx.db, orgId, page));
+  /** GET /v1/orgs/{orgId}/members: oldest membership first, a page at a time; the cursor is `{t: joined_at, u: user id}`. */
+  listMembers(caller: Caller, orgId: string, request: PageRequest): Promise<Page<store.MemberRow>> {
+    return pageAfter(
+      request,
+      (key: any): key is { t: string; u: string } =>
+        typeof key?.t === 'string' && !Number.isNaN(Date.parse(key.t)) && typeof key?.u === 'string' && /^usr_[0-9a-z]{26}$/.test(key.u),
+      (limit, after) =>
+        this.inOrg(this.s, caller.userId, orgId, 'members.read', ({ tx }) =>
+          store.listMembers(tx.db, orgId, { limit, after: after && { joinedAt: after.t, userId: after.u } }),
+        ),
+      (last) => ({ t: last.joinedAt.toISOString(), u: last.userId }),
+    );
   }
 
   /** PATCH /v1/orgs/{orgId}/members/{userId} (`org.member.role_changed` when it changed). */

@@ -23,6 +23,7 @@ import type { RequestMeta } from '../audit/service';
 import type { ProofMethod } from '../accounts/service';
 import { commonErrors } from '../errors';
 import { newId } from '../ids';
+import { pageById, type Page, type PageRequest } from '../pagination';
 import { passkeyErrors } from './errors';
 import * as store from './store';
 
@@ -85,9 +86,9 @@ export class PasskeyService {
     });
   }
 
-  /** GET /v1/auth/passkeys: newest first; `beforeId` pages. */
-  list(userId: string, limit: number, beforeId?: string): Promise<store.PasskeyRow[]> {
-    return store.listPasskeys(this.s.db, userId, limit, beforeId);
+  /** GET /v1/auth/passkeys: newest first, a page at a time. */
+  list(userId: string, request: PageRequest): Promise<Page<store.PasskeyRow>> {
+    return pageById('pky', request, (limit, beforeId) => store.listPasskeys(this.s.db, userId, limit, beforeId));
   }
 
   /**

@@ -8,6 +8,7 @@ import type { OrgService } from '../orgs/service';
 import type { Caller } from '../sessions/service';
 import { commonErrors } from '../errors';
 import { newId } from '../ids';
+import { pageById, type Page, type PageRequest } from '../pagination';
 import { orgErrors } from '../orgs/errors';
 import * as store from './store';
 
@@ -20,11 +21,13 @@ type Deps = Scope<{ orgs: OrgService; audit: AuditService }>;
 export class ProjectService {
   constructor(private readonly s: Deps) {}
 
-  /** One round trip (store.listAsMember), under the same admission rule as inOrg. */
-  async list(caller: Caller, orgId: string, page: { limit: number; beforeId?: string }): Promise<store.ProjectRow[]> {
-    const found = await store.listAsMember(this.s.db, caller.userId, orgId, page);
-    this.s.orgs.admit(found && { role: found.role, deletedAt: found.orgDeletedAt }, 'projects.read');
-    return found!.projects;
+  /** Newest first, a page at a time: one round trip (store.listAsMember), under the same admission rule as inOrg. */
+  list(caller: Caller, orgId: string, request: PageRequest): Promise<Page<store.ProjectRow>> {
+    return pageById('prj', request, async (limit, beforeId) => {
+      const found = await store.listAsMember(this.s.db, caller.userId, orgId, { limit, beforeId });
+      this.s.orgs.admit(found && { role: found.role, deletedAt: found.orgDeletedAt }, 'projects.read');
+      return found!.projects;
+    });
   }
 
   get(caller: Caller, orgId: string, id: string): Promise<store.ProjectRow> {

@@ -5,6 +5,7 @@ import type { Scope } from '../platform/scope';
 import type { RuntimeSettings } from '../settings/runtime';
 import type { AuditService } from '../audit/service';
 import { commonErrors } from '../errors';
+import { pageById, type Page, type PageRequest } from '../pagination';
 import * as store from './store';
 import { durationMs } from '../config/settings-catalog';
 import type { Caller, NewSession, SessionRow } from './store';
@@ -43,10 +44,12 @@ export class SessionService {
     return store.findLiveSession(this.s.db, token, this.policy, this.s.now());
   }
 
-  /** GET /v1/auth/sessions: the caller's live sessions, newest first; `beforeId` pages. */
-  async listOwn(caller: Caller, limit: number, beforeId?: string): Promise<(SessionRow & { current: boolean })[]> {
-    const rows = await store.listLiveSessions(this.s.db, caller.userId, this.policy, this.s.now(), limit, beforeId);
-    return rows.map((r) => ({ ...r, current: r.id === caller.sessionId }));
+  /** GET /v1/auth/sessions: the caller's live sessions, newest first, a page at a time. */
+  listOwn(caller: Caller, request: PageRequest): Promise<Page<SessionRow & { current: boolean }>> {
+    return pageById('ses', request, async (limit, beforeId) => {
+      const rows = await store.listLiveSessions(this.s.db, caller.userId, this.policy, this.s.now(), limit, beforeId);
+      return rows.map((r) => ({ ...r, current: r.id === caller.sessionId }));
+    });
   }
 
   /**

@@ -26,6 +26,7 @@ import { accountErrors } from '../accounts/errors';
 import { socialErrors } from './errors';
 import { TokenRejected, verifyIdToken, type IdentityClaims } from './id-token';
 import * as store from './store';
+import { pageById, type Page, type PageRequest } from '../pagination';
 
 export const STATE_TTL_MS = 10 * 60 * 1000;
 export const NONCE_TTL_MS = 10 * 60 * 1000;
@@ -363,9 +364,9 @@ export class SocialService {
     });
   }
 
-  /** GET /v1/auth/identities: the user's identities, newest first; `beforeId` pages. */
-  listOwn(userId: string, limit: number, beforeId?: string): Promise<store.IdentityRow[]> {
-    return store.listIdentities(this.s.db, userId, limit, beforeId);
+  /** GET /v1/auth/identities: the user's identities, newest first, a page at a time. */
+  listOwn(userId: string, request: PageRequest): Promise<Page<store.IdentityRow>> {
+    return pageById('idn', request, (limit, beforeId) => store.listIdentities(this.s.db, userId, limit, beforeId));
   }
 
   /**
