@@ -17,16 +17,16 @@ type JsonContent<T> = T extends { content: { 'application/json': infer B } }
     ? F
     : undefined;
 
-export type RequestBody<K extends OperationId> = Op<K> extends { requestBody?: infer R } ? JsonContent<NonNullable<R>> : undefined;
-export type PathParams<K extends OperationId> = Op<K>['parameters'] extends { path?: infer P } ? NonNullable<P> : never;
-export type QueryParams<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+type RequestBody<K extends OperationId> = Op<K> extends { requestBody?: infer R } ? JsonContent<NonNullable<R>> : undefined;
+type PathParams<K extends OperationId> = Op<K>['parameters'] extends { path?: infer P } ? NonNullable<P> : never;
+type QueryParams<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
 
 type Responses<K extends OperationId> = Op<K>['responses'];
 type SuccessStatus<K extends OperationId> = Extract<keyof Responses<K>, 200 | 201 | 202 | 204 | 302>;
 type ResponseBody<R> = R extends { content: infer C } ? C[keyof C] : undefined;
 
 /** What a handler returns: a documented success status and its body. Errors are thrown as AppError. */
-export type Reply<K extends OperationId> = {
+type Reply<K extends OperationId> = {
   [S in SuccessStatus<K>]: { status: S; body: ResponseBody<Responses<K>[S]>; headers?: Record<string, string | string[]> };
 }[SuccessStatus<K>];
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { projectRoot } from './config';
 
-export type HttpMethod = 'get' | 'put' | 'post' | 'delete' | 'patch';
+type HttpMethod = 'get' | 'put' | 'post' | 'delete' | 'patch';
 const METHODS: HttpMethod[] = ['get', 'put', 'post', 'delete', 'patch'];
 
 type SecurityRequirement = Record<string, string[]>;

@@ -1,5 +1,4 @@
 // one_time_codes: the only file with SQL for one-time codes.
-import type { Knex } from 'knex';
 import { deleteInBatches } from '../platform/batches';
 import type { Db } from '../platform/database';
 

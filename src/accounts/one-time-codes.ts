@@ -10,10 +10,8 @@ import type { RequestMeta } from '../audit/service';
 import { rateLimited } from '../errors';
 import * as store from './codes-store';
 
-export type { CodePurpose } from './codes-store';
-
 export const CODE_TTL_MS = 15 * 60 * 1000;
-export const CODE_MAX_FAILURES = 5;
+const CODE_MAX_FAILURES = 5;
 
 type Deps = Scope<{ limits: Limits; audit: AuditService }>;
 

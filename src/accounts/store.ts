@@ -1,5 +1,4 @@
 // The users table: the only file with SQL for accounts.
-import type { Knex } from 'knex';
 import { newId } from '../ids';
 import { prepared, runPrepared } from '../platform/prepared';
 import type { Db } from '../platform/database';

@@ -8,7 +8,7 @@ import { DAY_US, HOUR_US, instantDate, isInstant, microsOf, parseInstant } from 
 import { planWindow, runs, type Range, type WindowPlan } from './rollups';
 import * as store from './store';
 
-export type { Actor, ActorKind, AuditEvent, AuditEventInput, RequestMeta } from './store';
+export type { Actor, AuditEvent, RequestMeta } from './store';
 
 /** A signed-in user (or, with null, an unknown one) as the actor of an event. */
 export const userActor = (id: string | null): store.Actor => ({ kind: 'user', id });

@@ -65,7 +65,7 @@ export async function eraseActorDetails(db: Db, userId: string): Promise<number>
  * invitation's invitee): removed for the erased address, in any case. Only the actions known to
  * record one are scanned (action index); a new action that records an address belongs here.
  */
-export const ACTIONS_WITH_ADDRESS = ['ops.mail.test_sent', 'org.invitation.created', 'org.invitation.revoked'];
+const ACTIONS_WITH_ADDRESS = ['ops.mail.test_sent', 'org.invitation.created', 'org.invitation.revoked'];
 
 export async function eraseAddressInData(db: Db, email: string): Promise<number> {
   return db('audit_events')

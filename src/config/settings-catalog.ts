@@ -90,7 +90,7 @@ const retention = (days: number, what: string) =>
   duration({ fallbackMs: days * DAY_MS, minMs: HOUR_MS, maxMs: 3650 * DAY_MS, description: what });
 
 /** Every runtime setting, by key (sorted by key when listed). */
-export const SETTINGS = {
+const SETTINGS = {
   'auth.registration_enabled': boolean({ fallback: true, env: 'AUTH_REGISTRATION_ENABLED', description: 'Whether new accounts may register; when off, POST /v1/auth/register answers 403 registration_closed.' }),
   'auth.password_min_length': integer({ fallback: 8, min: 8, max: 128, env: 'AUTH_PASSWORD_MIN_LENGTH', description: 'Minimum length of new passwords' }),
   'auth.session_idle_timeout': duration({

@@ -14,7 +14,6 @@ export const PROVIDER_VARIABLES = {
 } as const;
 
 export type Provider = keyof typeof PROVIDER_VARIABLES;
-export const PROVIDERS = Object.keys(PROVIDER_VARIABLES) as Provider[];
 
 /** Secrets the config (index.ts) replaces with a derived or development value when they are unset. */
 const SECRETS_WITH_FALLBACK = ['SESSION_SECRET', 'MFA_ENCRYPTION_KEY'] as const;

@@ -15,8 +15,6 @@ import { isTemplateName, render, templateSecrets, type TemplatedMail } from './t
 import * as store from './store';
 
 export const MAIL_SEND_KIND = 'service.mail.send';
-/** Mail records are kept this long (DESIGN 4 retention), then pruned. */
-export const MAIL_RETENTION_DAYS = 30;
 
 /** The payload of a `service.mail.send` run. */
 export type MailJobPayload = TemplatedMail & { to: string };

@@ -1,6 +1,5 @@
 // mail_messages: the only file with SQL for mail records. Each record is what went out, with any
 // secret masked (see templates.ts); erased records keep only that a message was sent.
-import type { Knex } from 'knex';
 import { deleteInBatches } from '../platform/batches';
 import type { Db } from '../platform/database';
 
@@ -16,7 +15,7 @@ export interface MailRecord {
   messageId: string | null;
 }
 
-export const ERASED_ADDRESS = '[erased]';
+const ERASED_ADDRESS = '[erased]';
 
 export async function insertMailRecord(db: Db, record: MailRecord): Promise<void> {
   await db('mail_messages').insert({

@@ -22,9 +22,9 @@ function layout(title: string, paragraphs: string[]): string {
 const message = (subject: string, title: string, lines: string[]): MailContent => ({ subject, text: `${lines.join('\n\n')}\n`, html: layout(title, lines) });
 
 /** Shown instead of a secret in the stored copy of a message. */
-export const REDACTED = '[redacted]';
+const REDACTED = '[redacted]';
 
-export const templates = {
+const templates = {
   verifyEmail: (p: { minutes: number; code: string }) =>
     message('Confirm your email address', 'Confirm your email address', [
       `Your verification code is ${p.code}.`,

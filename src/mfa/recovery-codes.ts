@@ -6,7 +6,7 @@ import type { Scope } from '../platform/scope';
 import * as store from './store';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
-export const RECOVERY_CODE_COUNT = 10;
+const RECOVERY_CODE_COUNT = 10;
 
 function newCode(): string {
   let out = '';
@@ -15,7 +15,7 @@ function newCode(): string {
 }
 
 /** As typed by a person: case and spaces do not matter, the hyphen may be left out. */
-export function normaliseRecoveryCode(input: string): string | null {
+function normaliseRecoveryCode(input: string): string | null {
   const plain = input.toLowerCase().replace(/[\s-]+/g, '');
   return /^[0-9a-z]{10}$/.test(plain) ? `${plain.slice(0, 5)}-${plain.slice(5)}` : null;
 }

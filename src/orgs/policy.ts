@@ -58,5 +58,3 @@ export function authorizeRemoval(actor: Role, target: Role): void {
 export function removesLastOwner(owners: number, from: Role, to: Role | null): boolean {
   return from === 'owner' && to !== 'owner' && owners <= 1;
 }
-
-export const isRole = (value: unknown): value is Role => typeof value === 'string' && (ROLES as readonly string[]).includes(value);

@@ -1,5 +1,4 @@
 // passkeys and webauthn_ceremonies (and the users' WebAuthn handle): the only file with SQL for them.
-import type { Knex } from 'knex';
 import { randomBytes } from 'node:crypto';
 import { deleteInBatches } from '../platform/batches';
 import type { Db } from '../platform/database';

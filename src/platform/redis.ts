@@ -9,7 +9,7 @@ export interface RedisTimeouts {
 }
 
 /** A Sentinel group: where to ask, and the name of the master it watches. */
-export interface RedisSentinelConfig {
+interface RedisSentinelConfig {
   sentinels: { host: string; port: number }[];
   name: string;
   /** The Sentinels' own password (REDIS_SENTINEL_PASSWORD); the data nodes' is `RedisConfig.password`. */

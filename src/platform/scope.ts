@@ -14,7 +14,7 @@ import type { TenantContext } from './tenant-context';
  * (src/platform/tenant-context.ts). `this` is the whole scope: a service that declared
  * `Scope<{ audit: AuditService }>` gets its `audit` bound to the transaction too.
  */
-export interface ScopeBase {
+interface ScopeBase {
   /** Where queries go: the open transaction, else the pool. */
   readonly db: Db;
   /** The open transaction; null over the pool. */

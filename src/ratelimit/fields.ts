@@ -5,7 +5,7 @@
 //   RateLimit: "login.ip";r=7;t=42, "login.email";r=9;t=42
 
 export const RATE_LIMIT_HEADER = 'RateLimit';
-export const RATE_LIMIT_POLICY_HEADER = 'RateLimit-Policy';
+const RATE_LIMIT_POLICY_HEADER = 'RateLimit-Policy';
 
 export interface LimitFields {
   /** The policy's name. */

@@ -21,7 +21,7 @@ export interface Budget {
 const MINUTE = 60;
 
 /** Reads a runtime setting in force (an operator may change it while the service runs). */
-export type SettingReader = { get<K extends SettingKey>(key: K): SettingOf<K> };
+type SettingReader = { get<K extends SettingKey>(key: K): SettingOf<K> };
 type Reader = SettingReader;
 
 /** The limits, by name: each with its budget (from the runtime settings) and what it counts per. */

@@ -11,7 +11,7 @@ import * as store from './store';
 import type { Release } from './store';
 
 /** How often an instance records its heartbeat. */
-export const HEARTBEAT_MS = 15_000;
+const HEARTBEAT_MS = 15_000;
 /** An instance runs while not stopped and its last heartbeat is at most this old (three missed heartbeats of slack). */
 export const RUNNING_WINDOW_MS = 60_000;
 

@@ -1,5 +1,4 @@
 // releases and instances: the only file with SQL for them.
-import type { Knex } from 'knex';
 import { deleteInBatches } from '../platform/batches';
 import type { Db } from '../platform/database';
 

@@ -1,5 +1,4 @@
 // What the retention job did last, per policy.
-import type { Knex } from 'knex';
 import type { Db } from '../platform/database';
 
 export interface RetentionRunRow {

@@ -9,9 +9,7 @@ import { hashToken } from './tokens';
 import type { Transport } from './service';
 import * as store from './challenges-store';
 
-export type { ChallengeRow } from './challenges-store';
-
-export const CHALLENGE_TTL_MS = 5 * 60 * 1000;
+const CHALLENGE_TTL_MS = 5 * 60 * 1000;
 export const CHALLENGE_MAX_FAILURES = 5;
 
 export class SignInChallenges {

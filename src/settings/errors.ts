@@ -1,7 +1,7 @@
 // The settings domain's error codes (a test checks them against openapi.yaml).
 import { defineErrors } from '../errors';
 
-export const settingErrors = defineErrors('settings', {
+const settingErrors = defineErrors('settings', {
   invalidSettingValue: { code: 'invalid_setting_value', status: 422, detail: 'The value is not acceptable for this setting.' },
 });
 

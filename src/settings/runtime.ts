@@ -11,7 +11,7 @@ import type { RedisClient } from '../platform/redis';
 import { checkValue, isSettingKey, SETTING_KEYS, type SettingKey, type SettingOf, type SettingValue } from '../config/settings-catalog';
 import { readOverrides } from './store';
 
-export const RELOAD_MS = 10_000;
+const RELOAD_MS = 10_000;
 
 export class RuntimeSettings {
   private overrides = new Map<SettingKey, SettingValue>();

@@ -22,7 +22,7 @@ export class TokenRejected extends Error {
   }
 }
 
-export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
+const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
 
 function sameString(a: string, b: string): boolean {
   const x = Buffer.from(a);

@@ -1,5 +1,4 @@
 // The social sign-in tables (identities, states, nonces, notifications): the only file with their SQL.
-import type { Knex } from 'knex';
 import { newId } from '../ids';
 import type { Provider } from '../config/social-providers';
 import type { Db } from '../platform/database';
@@ -76,11 +75,6 @@ export async function listIdentities(db: Db, userId: string, limit: number, befo
   const q = db('identities').where({ user_id: userId }).orderBy('id', 'desc').limit(limit);
   if (beforeId) q.where('id', '<', beforeId);
   return (await q).map(toIdentity);
-}
-
-export async function countIdentities(db: Db, userId: string): Promise<number> {
-  const [row] = await db('identities').where({ user_id: userId }).count<{ n: string }[]>({ n: '*' });
-  return Number(row!.n);
 }
 
 export async function deleteIdentity(db: Db, id: string): Promise<boolean> {

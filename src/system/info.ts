@@ -14,7 +14,7 @@ import { boundedCheck } from './bounded-check';
  */
 export const CHECK_BOUND_MS = 1_000;
 
-export interface DependencyCheck {
+interface DependencyCheck {
   reachable: boolean;
   latencyMs: number | null;
   version: string | null;
