@@ -9,7 +9,7 @@
 // request headers it declares as parameters, and every response header it documents.
 import type { Request, Response } from 'express';
 import type { Config } from '../config';
-import { resolveRef, type Contract } from './contract';
+import { resolveRef, type Contract } from '../contract';
 
 /** How long a browser may reuse a preflight answer (Chromium caps it at 2 hours). */
 export const PREFLIGHT_MAX_AGE_SECONDS = 7200;

@@ -5,7 +5,7 @@
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { Request, Response } from 'express';
-import type { Contract } from './contract';
+import type { Contract } from '../contract';
 
 const ENCODERS = {
   br: (body: Buffer) => promisify(zlib.brotliCompress)(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: zlib.constants.BROTLI_MAX_QUALITY } }),

@@ -7,7 +7,7 @@
 // carry a report the limits write into, so no domain code knows about headers.
 import type { Response } from 'express';
 import type { AppContext } from '../app-context';
-import type { Contract, OperationInfo } from './contract';
+import type { Contract, OperationInfo } from '../contract';
 import { Services } from '../services';
 import { Limits } from '../ratelimit/limits';
 import { LimitReport } from '../ratelimit/report';
@@ -41,7 +41,7 @@ class LimitReportingServices extends Services {
   }
 
   override get limits(): Limits {
-    return (this.reportingLimits ??= new Limits(this.platform.redis, this.config.redisPrefix, this.platform.settings, false, this.report));
+    return (this.reportingLimits ??= new Limits(this.platform.redis, this.config.redisPrefix, this.platform.runtimeSettings, false, this.report));
   }
 }
 
