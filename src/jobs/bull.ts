@@ -6,7 +6,7 @@ import type Redis from 'ioredis';
 import { DependencyUnavailable } from '../platform/dependencies';
 import { failFast, openRedis, type RedisConfig } from '../platform/redis';
 import { QUEUES } from './config';
-import type { JobRun } from './store';
+import type { JobRun } from './run-lifecycle-store';
 
 /**
  * The BullMQ job id of a run: `run-<id>`. BullMQ 6 refuses integer custom ids (they would clash

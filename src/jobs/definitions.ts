@@ -15,7 +15,8 @@ import type { DefinitionRow } from './definitions-store';
 import { formatDuration, parseDuration } from './duration';
 import { invalidJobConfig, jobDisabled, jobNotRunnable } from './errors';
 import type { JobKind } from './kinds';
-import * as store from './store';
+import { lastRunOfKind } from './ops-reads-store';
+import type { JobRun } from './run-lifecycle-store';
 
 const FIELDS: (keyof JobConfig)[] = ['enabled', 'max_attempts', 'priority', 'queue', 'schedule', 'timeout'];
 
@@ -29,7 +30,7 @@ export interface JobDefinition {
   /** A stored override no longer validates and is ignored. */
   invalidOverride: boolean;
   version: number;
-  lastRun: store.JobRun | null;
+  lastRun: JobRun | null;
   nextRunAt: Date | null;
   updatedAt: Date | null;
   updatedBy: string | null;
@@ -42,7 +43,7 @@ export interface ScheduledJob {
   schedule: string;
   queue: string;
   nextRunAt: Date;
-  lastRun: store.JobRun | null;
+  lastRun: JobRun | null;
 }
 
 type By = { actor: Actor; meta: RequestMeta };
@@ -106,7 +107,7 @@ export class JobDefinitionsService {
       modified: !sameFields(config, kind.defaults),
       invalidOverride,
       version: row?.version ?? 1,
-      lastRun: await store.lastRunOfKind(this.s.db, kind.name),
+      lastRun: await lastRunOfKind(this.s.db, kind.name),
       nextRunAt: config.enabled && config.schedule ? nextCronTime(config.schedule, this.s.now()) : null,
       updatedAt: row?.updated_at ?? null,
       updatedBy: row?.updated_by ?? null,
@@ -188,7 +189,7 @@ export class JobDefinitionsService {
   // ----- running now ---------------------------------------------------------------------------
 
   /** A new run, available at once: the row and `ops.job.run_requested` in one transaction, handed over after commit. */
-  async runNow(name: string, by: By): Promise<store.JobRun> {
+  async runNow(name: string, by: By): Promise<JobRun> {
     const kind = this.kindOf(name);
     if (kind.needsPayload) throw jobNotRunnable(name);
     const { config } = effective(kind, (await definitionsStore.readDefinition(this.s.db, name))?.override ?? null);

@@ -1,7 +1,7 @@
 // The jobs domain's error codes, declared once (a test checks them against openapi.yaml).
 import { defineErrors, type ValidationIssue } from '../errors';
 import type { ConfigIssue } from './config';
-import type { JobRun } from './store';
+import type { JobRun } from './run-lifecycle-store';
 
 export const jobErrors = defineErrors('jobs', {
   jobFinalized: { code: 'job_finalized', status: 422, detail: 'The job run is already finalized and cannot be cancelled.' },

@@ -11,7 +11,7 @@ import { bullJobId, runJobData, type BullQueues } from './bull';
 import { parseDuration } from './duration';
 import { errorMessage } from './errors';
 import type { JobRegistry } from './kinds';
-import * as store from './store';
+import * as store from './run-lifecycle-store';
 import type { JobTiming } from './timing';
 import type { DependencyReporter } from '../platform/dependencies';
 

@@ -3,7 +3,7 @@
 // transaction, right after the insert.
 import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/store';
-import type { JobRun } from './store';
+import type { JobRun } from './run-lifecycle-store';
 import { eraseAddressInPayloads } from './payload-store';
 
 export class JobOutbox {

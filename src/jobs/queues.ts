@@ -5,7 +5,8 @@ import type { Actor, RequestMeta } from '../audit/service';
 import { commonErrors } from '../errors';
 import { QUEUES, type QueueName } from './config';
 import { lockQueueState, pausedQueueNames, writeQueueState } from './queues-store';
-import { JOB_STATES, countRuns, failuresSince, oldestWaitingSince, type JobState, type RunCount } from './store';
+import { countRuns, failuresSince, oldestWaitingSince, type RunCount } from './ops-reads-store';
+import { JOB_STATES, type JobState } from './run-lifecycle-store';
 
 export interface QueueView {
   name: string;

@@ -4,7 +4,8 @@ import type { Actor, RequestMeta } from '../audit/service';
 import { commonErrors } from '../errors';
 import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
 import { jobFinalized, jobPayloadCleared, jobRunning } from './errors';
-import * as store from './store';
+import { listRuns, type RunFilter } from './ops-reads-store';
+import * as store from './run-lifecycle-store';
 
 type By = { actor: Actor; meta: RequestMeta };
 
@@ -15,10 +16,10 @@ export class JobRunsService {
   constructor(private readonly s: Pick<Services, 'db' | 'now' | 'transaction' | 'platform' | 'audit'>) {}
 
   /** Newest first, a page at a time. */
-  async list(filter: Omit<store.RunFilter, 'beforeId'>, opts: { limit?: number; cursor?: string }) {
+  async list(filter: Omit<RunFilter, 'beforeId'>, opts: { limit?: number; cursor?: string }) {
     const limit = opts.limit ?? DEFAULT_LIMIT;
     const key = decodeCursor(opts.cursor, (k): k is { id: number } => Number.isInteger(k?.id));
-    const rows = await store.listRuns(this.s.db, { ...filter, beforeId: key?.id }, limit + 1);
+    const rows = await listRuns(this.s.db, { ...filter, beforeId: key?.id }, limit + 1);
     return page(rows, limit, (last) => ({ id: last.id }));
   }
 

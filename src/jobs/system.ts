@@ -18,7 +18,7 @@ import type { JobKind, JobRegistry } from './kinds';
 import { OutboxRelay, type NewJob } from './outbox-relay';
 import { Schedules } from './schedules';
 import { Signals } from './signals';
-import type * as store from './store';
+import type * as store from './run-lifecycle-store';
 import { DEFAULT_TIMING, type JobTiming } from './timing';
 import { Workers } from './workers';
 

@@ -8,7 +8,7 @@ import type { JobSystemOptions } from './system';
 import { formatDuration } from './duration';
 import { errorMessage } from './errors';
 import type { Schedules } from './schedules';
-import * as store from './store';
+import * as store from './run-lifecycle-store';
 import { backoffDelay, type JobTiming } from './timing';
 import { WriteBatcher } from './write-batcher';
 import { bullJobId } from './bull';

@@ -11,7 +11,7 @@ import type { JobKind } from '../../src/jobs/kinds';
 import type { JobConfig } from '../../src/jobs/config';
 import { createDatabase } from '../../src/platform/database';
 import { appDatabase, provisionAppRole } from '../../src/platform/database-roles';
-import * as store from '../../src/jobs/store';
+import * as store from '../../src/jobs/run-lifecycle-store';
 import * as counters from '../../db/migrations/20261125010000_job_run_counters';
 
 const DAY_MS = 24 * 3600 * 1000;

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import winston from 'winston';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
-import * as store from '../../src/jobs/store';
+import * as store from '../../src/jobs/run-lifecycle-store';
 import { waitFor } from '../support/wait';
 
 const DAY_MS = 24 * 3600 * 1000;

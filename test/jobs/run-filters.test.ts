@@ -3,7 +3,7 @@
 // parameters (`state=retryable&state=discarded`) give the same list, newest first.
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
-import * as store from '../../src/jobs/store';
+import * as store from '../../src/jobs/run-lifecycle-store';
 
 let t: TestApp;
 let auth: string;

@@ -8,7 +8,7 @@ import { createApp } from '../../src/app';
 import type { AppContext } from '../../src/app-context';
 import type { JobKind } from '../../src/jobs/kinds';
 import type { JobConfig } from '../../src/jobs/config';
-import * as store from '../../src/jobs/store';
+import * as store from '../../src/jobs/run-lifecycle-store';
 import { bullJobId } from '../../src/jobs/system';
 import { waitFor } from '../support/wait';
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Middleware } from 'openapi-fetch';
 import type { Response as SupertestResponse } from 'supertest';
 import { projectRoot } from '../../src/config';
-import * as store from '../../src/jobs/store';
+import * as store from '../../src/jobs/run-lifecycle-store';
 import { assertMatchesContract } from '../support/contract-validator';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
