@@ -1,7 +1,6 @@
 // Job configuration (spec 2.3): code defaults, operator overrides, and the rules both must obey.
 import { CronExpressionParser } from 'cron-parser';
 import { parseDuration } from './duration';
-import type { JobKind } from './kinds';
 
 export interface JobConfig {
   enabled: boolean;
@@ -59,8 +58,14 @@ export function validateConfig(config: JobConfigOverride, opts: { needsPayload: 
   return issues;
 }
 
-/** The configuration a kind runs with: defaults, then the stored override if it still validates. */
-export function effectiveConfig(kind: JobKind<any>, override: JobConfigOverride | null): { config: JobConfig; invalidOverride: boolean } {
+/**
+ * The configuration a kind runs with: defaults, then the stored override if it still validates.
+ * Takes only what it reads of a JobKind, so that kinds.ts depends on this file and not the reverse.
+ */
+export function effectiveConfig(
+  kind: { defaults: JobConfig; needsPayload: boolean },
+  override: JobConfigOverride | null,
+): { config: JobConfig; invalidOverride: boolean } {
   if (!override) return { config: kind.defaults, invalidOverride: false };
   const invalid = validateConfig(override, { needsPayload: kind.needsPayload }).length > 0;
   return invalid ? { config: kind.defaults, invalidOverride: true } : { config: { ...kind.defaults, ...override }, invalidOverride: false };
