@@ -6,46 +6,22 @@
 // - schedules.ts: BullMQ job schedulers from the effective configs;
 // - bull.ts: the producer connection and queues (BullMQ job id `run-<id>`).
 import type { Knex } from 'knex';
-import type { Logger } from '../logger';
-import { reportRedisConnection, type DependencyReporter } from '../platform/dependencies';
-import type { RedisConfig } from '../platform/redis';
+import { reportRedisConnection } from '../platform/dependencies';
 import type { Actor, RequestMeta } from '../audit/store';
 import { BullQueues } from './bull';
 import { effectiveConfig, type JobConfig, type QueueName } from './config';
 import { readOverrides } from './definitions-store';
 import { errorMessage } from './errors';
-import type { JobKind, JobRegistry } from './kinds';
+import type { JobKind } from './kinds';
 import { OutboxRelay, type NewJob } from './outbox-relay';
 import { Schedules } from './schedules';
 import { Signals } from './signals';
 import type * as store from './run-lifecycle-store';
+import type { JobSystemOptions } from './system-options';
 import { DEFAULT_TIMING, type JobTiming } from './timing';
 import { Workers } from './workers';
 
 export { bullJobId } from './bull';
-
-export interface JobSystemOptions<App> {
-  db: Knex;
-  /** Every connection of the job system (producer, workers, signals) is built from it. */
-  redis: RedisConfig;
-  dependencies: DependencyReporter;
-  /**
-   * Writes the queue pause flags PostgreSQL records into Redis: at `init` and whenever the
-   * producer connection comes back, so a Redis restarted empty is repaired without a restart.
-   */
-  reapplyQueueStates?: () => Promise<void>;
-  /** Prefix of every BullMQ key (tests and deployments sharing one Redis stay apart). */
-  prefix: string;
-  registry: JobRegistry<App>;
-  /** What job handlers get as `ctx.app`. */
-  app: () => App;
-  logger: Logger;
-  now: () => Date;
-  /** Jobs this process runs at once per queue (config.jobConcurrency). */
-  concurrency: Record<QueueName, number>;
-  /** Backoff, sweep interval and other waits (tests make them short). */
-  timing?: Partial<JobTiming>;
-}
 
 type By = { actor: Actor; meta?: RequestMeta };
 

@@ -4,7 +4,7 @@
 // `cancelled`. Starts and completions are written in batches (see WriteBatcher).
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { QUEUES } from './config';
-import type { JobSystemOptions } from './system';
+import type { JobSystemOptions } from './system-options';
 import { formatDuration } from './duration';
 import { errorMessage } from './errors';
 import type { Schedules } from './schedules';
