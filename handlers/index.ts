@@ -1,5 +1,5 @@
 // operationId → handler, one file per operation under handlers/<tag>/, each tag folder exporting its map.
-import type { HandlerMap } from './types';
+import type { HandlerMap } from '../src/http/handler-types';
 import { opsJobsHandlers } from './ops-jobs';
 import { opsQueuesHandlers } from './ops-queues';
 import { opsMailHandlers } from './ops-mail';

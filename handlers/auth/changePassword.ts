@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** 200 `{revoked_sessions}`: the password is changed and every other session revoked. */
 export const changePassword: Handler<'changePassword'> = async ({ services, caller, body, meta }) => {

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** Always 202 with the same body, whether or not the address has an account (the work is a job). */
 export const forgotPassword: Handler<'forgotPassword'> = async ({ services, body, meta }) => {

@@ -1,5 +1,5 @@
 // The auth tag's operations (accounts and sessions).
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { deleteMe } from './deleteMe';
 import { register } from './register';
 import { login } from './login';

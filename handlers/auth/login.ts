@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { challengeReply, sessionReply } from './views';
 
 /** 200 LoginSuccess, or 202 MfaChallenge when the user has a second factor (no session yet). */

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { clearSessionCookie } from './views';
 
 /** 204: this session is revoked and the session cookie cleared. */

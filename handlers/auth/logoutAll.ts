@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** 200 `{revoked}`: every other session of the user is revoked; this one stays. */
 export const logoutAll: Handler<'logoutAll'> = async ({ services, caller, meta }) => {

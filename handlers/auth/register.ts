@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { sessionReply } from './views';
 
 /** 201 LoginSuccess: the account is created (email unverified, code mailed) and signed in. */

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** 202 `{sent, expires_at}`: a new code is mailed and the old one dies. */
 export const resendVerificationEmail: Handler<'resendVerificationEmail'> = async ({ services, caller, meta }) => {

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** 204: the password is set and every session revoked; no session is created. */
 export const resetPassword: Handler<'resetPassword'> = async ({ services, body, meta }) => {

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { ceremonyReply } from '../passkeys/views';
 
 /** 200 PasskeyCeremony (purpose `mfa`) for a sign-in challenge. */

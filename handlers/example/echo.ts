@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 export const echo: Handler<'echo'> = ({ body, meta }) => ({
   status: 200,

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { memberBody, orgBody } from '../orgs/views';
 
 export const acceptInvitation: Handler<'acceptInvitation'> = async ({ services, caller, body, meta }) => {

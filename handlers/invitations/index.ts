@@ -1,5 +1,5 @@
 // The invitations tag's operations.
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listInvitations } from './listInvitations';
 import { createInvitation } from './createInvitation';
 import { revokeInvitation } from './revokeInvitation';

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { invitationBody } from '../orgs/views';
 
 /** Open invitations, newest first (owners and admins). */

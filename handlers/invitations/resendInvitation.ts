@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { invitationBody } from '../orgs/views';
 
 export const resendInvitation: Handler<'resendInvitation'> = async ({ services, caller, params, meta }) => ({

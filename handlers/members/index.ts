@@ -1,5 +1,5 @@
 // The members tag's operations.
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listMembers } from './listMembers';
 import { updateMemberRole } from './updateMemberRole';
 import { removeMember } from './removeMember';

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** Removing oneself is leaving. */
 export const removeMember: Handler<'removeMember'> = async ({ services, caller, params, meta }) => {

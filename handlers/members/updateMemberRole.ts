@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { memberBody } from '../orgs/views';
 
 export const updateMemberRole: Handler<'updateMemberRole'> = async ({ services, caller, params, body, meta }) => ({

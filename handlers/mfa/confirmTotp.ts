@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { recoveryCodeSet } from './views';
 
 /** 200 the first recovery codes: the authenticator app is on. */

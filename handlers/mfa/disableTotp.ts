@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { toStepUpProof } from '../auth/proof';
 
 /** 204 after a fresh proof: the authenticator app is off. */

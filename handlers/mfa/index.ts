@@ -1,5 +1,5 @@
 // The mfa tag's operations (the authenticator app and recovery codes).
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { startTotpSetup } from './startTotpSetup';
 import { confirmTotp } from './confirmTotp';
 import { disableTotp } from './disableTotp';

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** 200 a pending secret, as base32 and as an otpauth:// URL. */
 export const startTotpSetup: Handler<'startTotpSetup'> = async ({ services, caller }) => {

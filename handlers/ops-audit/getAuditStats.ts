@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 export const getAuditStats: Handler<'getAuditStats'> = async ({ services, query }) => {
   const stats = await services.audit.stats({ since: query.since, until: query.until, action: query.action });

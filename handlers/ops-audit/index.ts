@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listAuditEvents } from './listAuditEvents';
 import { getAuditStats } from './getAuditStats';
 import { getAuditEvent } from './getAuditEvent';

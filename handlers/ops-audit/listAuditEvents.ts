@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { toApiEvent } from './views';
 
 export const listAuditEvents: Handler<'listAuditEvents'> = async ({ services, query }) => {

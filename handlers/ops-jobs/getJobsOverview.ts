@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 export const getJobsOverview: Handler<'getJobsOverview'> = async ({ services }) => {
   const o = await services.queues.overview();

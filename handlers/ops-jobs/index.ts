@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listJobRuns } from './listJobRuns';
 import { getJobRun } from './getJobRun';
 import { cancelJobRun } from './cancelJobRun';

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { toApiDefinitionChange } from './views';
 
 export const listJobDefinitionHistory: Handler<'listJobDefinitionHistory'> = async ({ services, params, query }) => {

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { toApiRun } from './views';
 
 export const listJobRuns: Handler<'listJobRuns'> = async ({ services, query }) => {

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { actingOperator } from '../actor';
 import { toApiDefinition } from './views';
 

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listQueues } from './listQueues';
 import { pauseQueue } from './pauseQueue';
 import { resumeQueue } from './resumeQueue';

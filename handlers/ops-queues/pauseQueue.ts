@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { actingOperator } from '../actor';
 
 export const pauseQueue: Handler<'pauseQueue'> = async (ctx) => ({

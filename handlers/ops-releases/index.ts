@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listReleases } from './listReleases';
 import { listCurrentReleases } from './listCurrentReleases';
 import { listInstances } from './listInstances';

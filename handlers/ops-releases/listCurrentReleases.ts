@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { toApiRelease } from './views';
 
 export const listCurrentReleases: Handler<'listCurrentReleases'> = async ({ services }) => {

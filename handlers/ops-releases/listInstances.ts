@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { toApiInstance } from './views';
 
 export const listInstances: Handler<'listInstances'> = async ({ services, query }) => {

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { toApiSetting } from './views';
 
 export const getSetting: Handler<'getSetting'> = async ({ services, params }) => {

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listSettings } from './listSettings';
 import { getSetting } from './getSetting';
 import { updateSetting } from './updateSetting';

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 export const listRetentionPolicies: Handler<'listRetentionPolicies'> = async ({ services }) => {
   const policies = await services.retention.list();

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { getSystem } from './getSystem';
 import { listSignInMethods } from './listSignInMethods';
 

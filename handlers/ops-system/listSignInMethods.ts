@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { describeSignInMethods } from '../../src/system/sign-in-methods';
 
 export const listSignInMethods: Handler<'listSignInMethods'> = ({ app }) => ({

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { orgBody } from './views';
 
 /** 201 with Location; the caller is the first owner. */

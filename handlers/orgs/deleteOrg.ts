@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { orgBody } from './views';
 
 /** Soft delete: the organisation is answered with `deleted_at` set. */

@@ -1,5 +1,5 @@
 // The orgs tag's operations (organisations: the tenants).
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listOrgs } from './listOrgs';
 import { createOrg } from './createOrg';
 import { getOrg } from './getOrg';

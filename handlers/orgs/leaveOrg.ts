@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 export const leaveOrg: Handler<'leaveOrg'> = async ({ services, caller, params, meta }) => {
   await services.orgs.leave(caller, params.orgId, meta);

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { orgBody } from './views';
 
 /** The caller's organisations, newest first (soft-deleted ones they own with `include_deleted=true`). */

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { orgBody } from './views';
 
 export const restoreOrg: Handler<'restoreOrg'> = async ({ services, caller, params, meta }) => ({

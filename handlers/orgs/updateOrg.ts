@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { orgBody } from './views';
 
 export const updateOrg: Handler<'updateOrg'> = async ({ services, caller, params, body, meta }) => ({

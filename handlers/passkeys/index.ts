@@ -1,5 +1,5 @@
 // The passkeys tag's operations.
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listPasskeys } from './listPasskeys';
 import { startPasskeyRegistration } from './startPasskeyRegistration';
 import { addPasskey } from './addPasskey';

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { toApiPasskey } from './views';
 
 /** The caller's passkeys, newest first. */

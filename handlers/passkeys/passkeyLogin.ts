@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { sessionReply } from '../auth/views';
 
 /** 200 LoginSuccess: a passkey satisfies both factors. */

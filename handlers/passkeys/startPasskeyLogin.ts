@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { ceremonyReply } from './views';
 
 /** 200 request options for discoverable credentials and a `login` ceremony token. */

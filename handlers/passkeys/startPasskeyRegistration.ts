@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { creationCeremonyReply } from './views';
 
 /** 200 creation options and a `registration` ceremony token. */

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { ceremonyReply } from './views';
 
 /** 200 request options over the caller's passkeys and a `verification` ceremony token (a step-up proof). */

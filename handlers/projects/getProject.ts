@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { projectBody } from '../orgs/views';
 
 export const getProject: Handler<'getProject'> = async ({ services, caller, params }) => ({

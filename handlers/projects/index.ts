@@ -1,5 +1,5 @@
 // The projects tag's operations.
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listProjects } from './listProjects';
 import { createProject } from './createProject';
 import { getProject } from './getProject';

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { projectBody } from '../orgs/views';
 
 export const updateProject: Handler<'updateProject'> = async ({ services, caller, params, body, meta }) => ({

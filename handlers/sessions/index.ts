@@ -1,5 +1,5 @@
 // The sessions tag's operations (the signed-in devices of the current user).
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { listSessions } from './listSessions';
 import { revokeSession } from './revokeSession';
 

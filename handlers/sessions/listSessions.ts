@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** The caller's live sessions, newest sign-in first; the one making the request has `current: true`. */
 export const listSessions: Handler<'listSessions'> = async ({ services, caller, query }) => {

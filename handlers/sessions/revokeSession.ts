@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { clearSessionCookie } from '../auth/views';
 
 /** 204; revoking the current session works like logout (the cookie is cleared). 404 for anything not the caller's and live. */

@@ -1,6 +1,6 @@
 // What the two providers' handlers share: the browser callback and the native ID-token sign-in
 // are the same for provider_a and provider_b but for the provider's name.
-import type { HandlerContext } from '../types';
+import type { HandlerContext } from '../../src/http/handler-types';
 import type { CallbackParams } from '../../src/social/service';
 import type { Provider } from '../../src/config/social-providers';
 import { challengeReply, sessionReply } from '../auth/views';

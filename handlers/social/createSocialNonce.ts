@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** A single-use nonce (10 minutes) for a native sign-in with the provider's SDK. */
 export const createSocialNonce: Handler<'createSocialNonce'> = async ({ services, params }) => {

@@ -1,5 +1,5 @@
 // The social tag's operations: browser flow, native ID tokens, provider notifications, identities.
-import type { HandlerMap } from '../types';
+import type { HandlerMap } from '../../src/http/handler-types';
 import { startSocialLogin } from './startSocialLogin';
 import { providerACallback } from './providerACallback';
 import { providerBCallback } from './providerBCallback';

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** The caller's linked provider identities, newest first. */
 export const listIdentities: Handler<'listIdentities'> = async ({ services, caller, query }) => {

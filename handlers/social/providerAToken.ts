@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { tokenReply } from './both-providers';
 
 /** Spec 4.2: sign in with provider_a's ID token and a nonce from POST /v1/auth/provider_a/nonce. */

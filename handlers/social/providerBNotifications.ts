@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { handleNotification } from '../../src/social/notifications';
 
 /** provider_b's signed server-to-server notification: verified, handled once, audited. */

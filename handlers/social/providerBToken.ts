@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { tokenReply } from './both-providers';
 
 /** Sign in with provider_b's ID token; `user.name` (first authorisation only) names a new account. */

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { setStateCookie } from './state-cookie';
 
 /** 302 to the provider with state, nonce and PKCE; the state is bound to this browser by a cookie. */

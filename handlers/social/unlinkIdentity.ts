@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 
 /** Unlinks one of the caller's identities, unless it is their last way to sign in (409). */
 export const unlinkIdentity: Handler<'unlinkIdentity'> = async ({ services, caller, params, meta }) => {

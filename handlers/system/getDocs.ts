@@ -1,6 +1,6 @@
 // /docs: Redoc rendering our own contract, with the Redoc bundle served from this service
 // (no CDN: it renders offline and under a strict Content-Security-Policy).
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { DOCS_CSP } from '../../src/http/security-headers';
 
 const PAGE = `<!doctype html>

@@ -1,6 +1,6 @@
 // The Redoc bundle, from the redoc package, served by this service so /docs needs no CDN.
 import fs from 'node:fs';
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { Precompressed } from '../../src/http/precompressed';
 
 let script: Precompressed | undefined;

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { servedContract } from '../../src/http/precompressed';
 
 export const getOpenApiJson: Handler<'getOpenApiJson'> = async ({ app, req, res }) => {

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { servedContract } from '../../src/http/precompressed';
 
 export const getOpenApiYaml: Handler<'getOpenApiYaml'> = async ({ app, req, res }) => {

@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { checkReadiness, type Check } from '../../src/system/readiness';
 import { AppError } from '../../src/http/problem';
 

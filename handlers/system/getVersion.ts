@@ -1,4 +1,4 @@
-import type { Handler } from '../types';
+import type { Handler } from '../../src/http/handler-types';
 import { buildInfo } from '../../src/system/build-info';
 
 export const getVersion: Handler<'getVersion'> = ({ app }) => {

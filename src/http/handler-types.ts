@@ -1,12 +1,13 @@
-// Typed handler signatures, derived from the generated contract types. This is the HTTP edge:
-// handlers map between these API shapes and domain shapes; src/ never imports them.
+// Typed handler signatures, derived from the generated contract types: the router calls handlers
+// through these, and each handler (handlers/, above src/http) maps between these API shapes and the
+// domains' shapes. Domains never import them.
 import type { Request, Response } from 'express';
-import type { operations } from '../codegen/api-types';
-import type { PublicOperationId } from '../codegen/operation-access';
-import type { AppContext } from '../src/app-context';
-import type { Services } from '../src/services';
-import type { RequestMeta } from '../src/audit/service';
-import type { Caller } from '../src/sessions/service';
+import type { operations } from '../../codegen/api-types';
+import type { PublicOperationId } from '../../codegen/operation-access';
+import type { AppContext } from '../app-context';
+import type { Services } from '../services';
+import type { RequestMeta } from '../audit/service';
+import type { Caller } from '../sessions/service';
 
 export type OperationId = keyof operations;
 type Op<K extends OperationId> = operations[K];
