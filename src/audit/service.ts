@@ -3,7 +3,7 @@
 // (list, one event, counts over a window); retention deletes them (pruneBefore).
 import { commonErrors, invalidField } from '../errors';
 import type { Scope } from '../platform/scope';
-import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
+import { DEFAULT_LIMIT, decodeCursor, page, type PageRequest } from '../pagination';
 import { DAY_US, HOUR_US, instantDate, isInstant, microsOf, parseInstant } from './instants';
 import { planWindow, runs, type Range, type WindowPlan } from './rollups';
 import * as store from './store';
@@ -58,7 +58,7 @@ export class AuditService {
   }
 
   /** Newest first, a page at a time; the cursor holds the last event's `at` to the microsecond and its id. */
-  async list(query: EventQuery, opts: { limit?: number; cursor?: string }) {
+  async list(query: EventQuery, opts: PageRequest) {
     const limit = opts.limit ?? DEFAULT_LIMIT;
     const key = decodeCursor(opts.cursor, (k): k is { at: number; id: string } => isInstant(k?.at) && typeof k?.id === 'string');
     const sinceUs = instant(query.since, 'since');

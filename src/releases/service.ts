@@ -1,6 +1,6 @@
 // Releases and instances as operators see them, and the retention of instance records. What
 // this process records about itself is in registry.ts.
-import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
+import { DEFAULT_LIMIT, decodeCursor, page, type PageRequest } from '../pagination';
 import type { Scope } from '../platform/scope';
 import { RUNNING_WINDOW_MS } from './registry';
 import * as store from './store';
@@ -14,7 +14,6 @@ export interface Instance extends store.InstanceRecord {
 /** Instance records (and releases) are deleted this many at a time (short statements, short locks). */
 const PRUNE_BATCH = 1_000;
 
-type PageOptions = { limit?: number; cursor?: string };
 
 /** Cursor `{at, id}`: the sort key of the last item, `id` with the list's prefix. */
 function pageKey(cursor: string | undefined, prefix: 'rel' | 'ins'): store.PageKey | undefined {
@@ -29,7 +28,7 @@ export class ReleaseService {
   constructor(private readonly s: Deps) {}
 
   /** Every release that has run, newest first (by first seen), a page at a time. */
-  async list(opts: PageOptions) {
+  async list(opts: PageRequest) {
     const limit = opts.limit ?? DEFAULT_LIMIT;
     const rows = await store.listReleases(this.s.db, limit + 1, pageKey(opts.cursor, 'rel'));
     return page(rows, limit, (last) => ({ at: last.firstSeenAt.toISOString(), id: last.id }));
@@ -41,7 +40,7 @@ export class ReleaseService {
   }
 
   /** Instance starts, newest first, a page at a time; `running` by the heartbeat window. */
-  async listInstances(opts: PageOptions) {
+  async listInstances(opts: PageRequest) {
     const limit = opts.limit ?? DEFAULT_LIMIT;
     const rows = await store.listInstances(this.s.db, limit + 1, pageKey(opts.cursor, 'ins'));
     const since = this.s.now().getTime() - RUNNING_WINDOW_MS;

@@ -8,7 +8,7 @@ import type { RuntimeSettings } from './runtime';
 import type { AuditService } from '../audit/service';
 import type { Scope } from '../platform/scope';
 import { commonErrors } from '../errors';
-import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
+import { DEFAULT_LIMIT, decodeCursor, page, type PageRequest } from '../pagination';
 import { checkValue, definitionOf, isSettingKey, SETTING_KEYS, type SettingKey, type SettingType, type SettingValue } from '../config/settings-catalog';
 import { invalidSettingValue } from './errors';
 import * as store from './store';
@@ -61,7 +61,7 @@ export class SettingsService {
   }
 
   /** Newest first, a page at a time. */
-  async history(key: string, query: { limit?: number; cursor?: string }) {
+  async history(key: string, query: PageRequest) {
     const known = this.known(key);
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor, isVersionCursor);
