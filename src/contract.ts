@@ -10,6 +10,10 @@ const METHODS: HttpMethod[] = ['get', 'put', 'post', 'delete', 'patch'];
 
 type SecurityRequirement = Record<string, string[]>;
 
+/** An object of the parsed contract (the document, a path item, an operation…): untyped JSON. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML with no schema type; its readers (here, src/http, the tests) index it by path
+type JsonObject = Record<string, any>;
+
 export interface OperationInfo {
   operationId: string;
   method: HttpMethod;
@@ -27,7 +31,7 @@ export interface OperationInfo {
 
 export interface Contract {
   /** The document as parsed; never mutated. */
-  document: Record<string, any>;
+  document: JsonObject;
   yamlText: string;
   jsonText: string;
   version: string;
@@ -52,12 +56,12 @@ export interface Contract {
  */
 const CACHE_DIR = path.join(projectRoot, 'node_modules', '.cache', 'tenant-api');
 
-function parseCached(yamlText: string): Record<string, any> {
+function parseCached(yamlText: string): JsonObject {
   const cacheFile = path.join(CACHE_DIR, `contract-${createHash('sha256').update(yamlText).digest('hex')}.json`);
   try {
     return JSON.parse(fs.readFileSync(cacheFile, 'utf8'));
   } catch {
-    const document = YAML.parse(yamlText) as Record<string, any>;
+    const document = YAML.parse(yamlText) as JsonObject;
     try {
       // Written aside and renamed, so a concurrent reader never sees half a file.
       fs.mkdirSync(CACHE_DIR, { recursive: true });
@@ -77,7 +81,7 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
   const operations = new Map<string, OperationInfo>();
   const methodsByPath = new Map<string, string[]>();
   const allowByPath = new Map<string, string[]>();
-  for (const [p, item] of Object.entries<Record<string, any>>(document.paths ?? {})) {
+  for (const [p, item] of Object.entries<JsonObject>(document.paths ?? {})) {
     const methods: string[] = [];
     const allow: string[] = [];
     for (const method of METHODS) {
@@ -114,20 +118,21 @@ export function loadContract(file = path.join(projectRoot, 'openapi.yaml')): Con
 }
 
 /** Follows local `$ref`s (`#/components/...`) until the object they name. */
-export function resolveRef(document: Record<string, any>, obj: any): any {
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any node of the parsed contract (or undefined) in and out, as untyped as JsonObject's members
+export function resolveRef(document: JsonObject, obj: any): any {
   while (obj?.$ref) {
     obj = String(obj.$ref)
       .replace(/^#\//, '')
       .split('/')
-      .reduce((o: any, k: string) => o?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], document);
+      .reduce<JsonObject | undefined>((o, k) => o?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], document);
   }
   return obj;
 }
 
 /** The document handed to openapi-backend: each operation states its effective security. */
-export function routingDocument(contract: Contract): Record<string, any> {
+export function routingDocument(contract: Contract): JsonObject {
   const doc = structuredClone(contract.document);
-  for (const item of Object.values<Record<string, any>>(doc.paths)) {
+  for (const item of Object.values<JsonObject>(doc.paths)) {
     for (const method of METHODS) {
       if (item[method] && !item[method].security) item[method].security = doc.security ?? [];
     }

@@ -67,7 +67,20 @@ export interface UserRow {
 
 const USER_COLUMNS = ['id', 'email', 'name', 'email_verified_at', 'is_operator', 'disabled_at', 'password_hash', 'created_at', 'updated_at'];
 
-function toUserRow(r: any): UserRow {
+/** A users row as USER_COLUMNS selects it. */
+type UserRecord = {
+  id: string;
+  email: string;
+  name: string | null;
+  email_verified_at: Date | null;
+  is_operator: boolean;
+  disabled_at: Date | null;
+  password_hash: string | null;
+  created_at: Date;
+  updated_at: Date;
+};
+
+function toUserRow(r: UserRecord): UserRow {
   return {
     id: r.id,
     email: r.email,
@@ -88,7 +101,7 @@ export async function findUserById(db: Db, id: string): Promise<UserRow | null> 
 
 /** The account with this email (compared normalised: trimmed, lower case), or null. */
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | null> {
-  const [row] = await runPrepared(db, FIND_USER_BY_EMAIL, [normaliseEmail(email)]);
+  const [row] = await runPrepared<UserRecord>(db, FIND_USER_BY_EMAIL, [normaliseEmail(email)]);
   return row ? toUserRow(row) : null;
 }
 

@@ -181,7 +181,23 @@ export async function getEvent(db: Db, id: string): Promise<AuditEvent | null> {
   return rows[0] ? toEvent(rows[0]) : null;
 }
 
-function toEvent(row: any): AuditEvent {
+/** An audit_events row as COLUMNS selects it. */
+interface EventRecord {
+  id: string;
+  at: Date;
+  action: string;
+  actor_kind: ActorKind;
+  actor_id: string | null;
+  target_kind: string | null;
+  target_id: string | null;
+  org_id: string | null;
+  ip: string | null;
+  user_agent: string | null;
+  request_id: string | null;
+  data: Record<string, unknown>;
+}
+
+function toEvent(row: EventRecord): AuditEvent {
   return {
     id: row.id,
     at: row.at,
@@ -196,7 +212,7 @@ function toEvent(row: any): AuditEvent {
   };
 }
 
-const toListed = (row: any): ListedEvent => ({ ...toEvent(row), atUs: Number(row.at_us) });
+const toListed = (row: EventRecord & { at_us: number }): ListedEvent => ({ ...toEvent(row), atUs: Number(row.at_us) });
 
 // ----- counting (see rollups.ts) ---------------------------------------------------------------
 

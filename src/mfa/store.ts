@@ -35,7 +35,16 @@ export interface TotpRow {
   lastUsedStep: number;
 }
 
-function toTotpRow(r: any): TotpRow {
+/** A totp_credentials row (bigint last_used_step arrives as a number: see platform/database.ts). */
+interface TotpRecord {
+  secret_ciphertext: Buffer;
+  enabled_at: Date | null;
+  pending_expires_at: Date | null;
+  failed_attempts: number;
+  last_used_step: number;
+}
+
+function toTotpRow(r: TotpRecord): TotpRow {
   return {
     secretCiphertext: r.secret_ciphertext,
     enabled: r.enabled_at !== null,
@@ -89,7 +98,7 @@ export async function useTotpStep(db: Db, userId: string, step: number): Promise
 /** Deletes the user's TOTP secret (on or pending); whether one was on. */
 export async function deleteTotp(db: Db, userId: string): Promise<boolean> {
   const rows = await db('totp_credentials').where({ user_id: userId }).delete().returning('enabled_at');
-  return rows.some((r: any) => r.enabled_at !== null);
+  return rows.some((r: { enabled_at: Date | null }) => r.enabled_at !== null);
 }
 
 // ---- recovery_codes ----

@@ -26,7 +26,30 @@ export interface TokenLookup {
 
 const COLUMNS = ['id', 'org_id', 'email', 'role', 'invited_by', 'created_at', 'expires_at'];
 
-const toInvitation = (r: any): InvitationRow => ({
+/** An invitations row as COLUMNS selects it. */
+interface InvitationRecord {
+  id: string;
+  org_id: string;
+  email: string;
+  role: 'admin' | 'member';
+  invited_by: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+/** A row of app_invitation_by_token_hash (db/migrations/20261123100000_tenants.ts). */
+interface TokenLookupRecord {
+  id: string;
+  org_id: string;
+  email: string;
+  role: 'admin' | 'member';
+  expires_at: Date;
+  accepted_at: Date | null;
+  revoked_at: Date | null;
+  org_deleted_at: Date | null;
+}
+
+const toInvitation = (r: InvitationRecord): InvitationRow => ({
   id: r.id,
   orgId: r.org_id,
   email: r.email,
@@ -96,7 +119,7 @@ export async function revokeAllUnanswered(db: Db, orgId: string, now: Date): Pro
 }
 
 export async function findByTokenHash(db: Db, tokenHash: Buffer): Promise<TokenLookup | null> {
-  const { rows } = await db.raw<{ rows: any[] }>('select * from app_invitation_by_token_hash(?)', [tokenHash]);
+  const { rows } = await db.raw<{ rows: TokenLookupRecord[] }>('select * from app_invitation_by_token_hash(?)', [tokenHash]);
   const r = rows[0];
   if (!r) return null;
   return {

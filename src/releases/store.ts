@@ -30,7 +30,17 @@ export interface PageKey {
 
 const RELEASE_COLUMNS = ['r.id', 'r.version', 'r.commit', 'r.built_at', 'r.first_seen_at', 'r.last_seen_at'];
 
-function toRelease(row: any): Release {
+/** A releases row as RELEASE_COLUMNS (or `releases.*`) selects it. */
+interface ReleaseRecord {
+  id: string;
+  version: string;
+  commit: string;
+  built_at: Date | null;
+  first_seen_at: Date;
+  last_seen_at: Date;
+}
+
+function toRelease(row: ReleaseRecord): Release {
   return { id: row.id, version: row.version, commit: row.commit, builtAt: row.built_at, firstSeenAt: row.first_seen_at, lastSeenAt: row.last_seen_at };
 }
 
@@ -100,7 +110,8 @@ export async function listInstances(db: Db, limit: number, after?: PageKey): Pro
     ])
     .limit(limit);
   if (after) q.whereRaw('(i.started_at, i.id) < (?, ?)', [after.at, after.id]);
-  return (await q).map((row: any) => ({
+  type Joined = ReleaseRecord & { instance_id: string; hostname: string; pid: number; started_at: Date; last_heartbeat_at: Date; stopped_at: Date | null };
+  return (await q).map((row: Joined) => ({
     id: row.instance_id,
     hostname: row.hostname,
     pid: row.pid,
@@ -119,12 +130,12 @@ export async function listRunningReleases(db: Db, since: Date): Promise<{ releas
     .where('i.last_heartbeat_at', '>=', since)
     .groupBy('r.id')
     .select(RELEASE_COLUMNS)
-    .count('* as instances')
+    .count<(ReleaseRecord & { instances: number })[]>('* as instances')
     .orderBy([
       { column: 'r.first_seen_at', order: 'desc' },
       { column: 'r.id', order: 'desc' },
     ]);
-  return rows.map((row: any) => ({ release: toRelease(row), instances: Number(row.instances) }));
+  return rows.map((row) => ({ release: toRelease(row), instances: Number(row.instances) }));
 }
 
 /** Instances stopped before `before`, or never stopped and silent since before it; how many. */

@@ -14,7 +14,18 @@ export interface ChallengeRow {
   expiresAt: Date;
 }
 
-function toChallengeRow(r: any): ChallengeRow {
+/** An mfa_challenges row (identity_id: added by the social sign-in migration). */
+interface ChallengeRecord {
+  id: string;
+  user_id: string;
+  first_factor: string;
+  transport: 'cookie' | 'bearer';
+  identity_id: string | null;
+  failed_attempts: number;
+  expires_at: Date;
+}
+
+function toChallengeRow(r: ChallengeRecord): ChallengeRow {
   return { id: r.id, userId: r.user_id, firstFactor: r.first_factor, transport: r.transport, identityId: r.identity_id, failedAttempts: r.failed_attempts, expiresAt: r.expires_at };
 }
 

@@ -152,7 +152,8 @@ export async function listLiveSessions(db: Db, userId: string, policy: SessionPo
     .limit(limit);
   if (beforeId) q.where('id', '<', beforeId);
   const rows = await q;
-  return rows.map((r: any) => ({
+  type LiveSession = { id: string; created_at: Date; last_seen_at: Date; expires_at: Date; ip: string | null; user_agent: string | null };
+  return rows.map((r: LiveSession) => ({
     id: r.id,
     createdAt: r.created_at,
     lastSeenAt: r.last_seen_at,

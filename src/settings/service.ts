@@ -32,7 +32,10 @@ export type SettingChange = store.HistoryRow;
 
 type By = { actor: Actor; meta: RequestMeta };
 
-const isVersionCursor = (k: any): k is { v: number } => typeof k?.v === 'number' && Number.isInteger(k.v);
+const isVersionCursor = (k: unknown): k is { v: number } => {
+  const v = (k as { v?: unknown } | null | undefined)?.v;
+  return typeof v === 'number' && Number.isInteger(v);
+};
 
 type Deps = Scope<{ runtimeSettings: RuntimeSettings; audit: AuditService }>;
 
