@@ -1,6 +1,6 @@
 // Job configuration (spec 2.3): code defaults, operator overrides, and the rules both must obey.
 import { CronExpressionParser } from 'cron-parser';
-import { parseDuration } from './duration';
+import { parseDuration } from '../config/duration';
 
 export interface JobConfig {
   enabled: boolean;

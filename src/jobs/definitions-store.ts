@@ -2,8 +2,8 @@
 // job_definition_history: the only file with SQL for them.
 import type { Knex } from 'knex';
 import type { JobConfig, JobConfigOverride } from './config';
+import type { Db } from '../platform/database';
 
-type Db = Knex | Knex.Transaction;
 
 export interface DefinitionRow {
   name: string;

@@ -5,14 +5,17 @@
 // A change locks the definition's row (`select … for update`), or, when no row exists yet, creates
 // it with `insert … on conflict do nothing`: of two concurrent changes of the same version only
 // one can win; the other answers 409 `version_conflict`.
-import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/service';
+import type { JobSystem } from './system';
+import type { AuditService } from '../audit/service';
+import type { JobOutbox } from './outbox';
+import type { Scope } from '../platform/scope';
 import { commonErrors } from '../errors';
-import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
+import { DEFAULT_LIMIT, decodeCursor, page, type PageRequest } from '../pagination';
 import { effectiveConfig, nextCronTime, validateConfig, type JobConfig, type JobConfigOverride } from './config';
 import * as definitionsStore from './definitions-store';
 import type { DefinitionRow } from './definitions-store';
-import { formatDuration, parseDuration } from './duration';
+import { formatDuration, parseDuration } from '../config/duration';
 import { invalidJobConfig, jobDisabled, jobNotRunnable } from './errors';
 import type { JobKind } from './kinds';
 import { lastRunOfKind } from './ops-reads-store';
@@ -86,13 +89,15 @@ function versionConflict(current: number | null) {
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+type Deps = Scope<{ jobSystem: JobSystem; audit: AuditService; outbox: JobOutbox }>;
+
 export class JobDefinitionsService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'transaction' | 'platform'>) {}
+  constructor(private readonly s: Deps) {}
 
   // ----- reading -------------------------------------------------------------------------------
 
   private kindOf(name: string): JobKind<any> {
-    const kind = this.s.platform.jobs.kind(name);
+    const kind = this.s.jobSystem.kind(name);
     if (!kind) throw commonErrors.notFound(`No job definition ${name}.`);
     return kind;
   }
@@ -117,7 +122,7 @@ export class JobDefinitionsService {
   /** Every kind defined in code, sorted by name. */
   async list(): Promise<JobDefinition[]> {
     const rows = new Map((await definitionsStore.listDefinitionRows(this.s.db)).map((r) => [r.name, r]));
-    const kinds = [...this.s.platform.jobs.kinds()].sort((a, b) => byName(a.name, b.name));
+    const kinds = [...this.s.jobSystem.kinds()].sort((a, b) => byName(a.name, b.name));
     return Promise.all(kinds.map((kind) => this.view(kind, rows.get(kind.name) ?? null)));
   }
 
@@ -138,7 +143,7 @@ export class JobDefinitionsService {
   }
 
   /** A definition's changes, newest first (by version). */
-  async listHistory(name: string, opts: { limit?: number; cursor?: string }) {
+  async listHistory(name: string, opts: PageRequest) {
     this.kindOf(name);
     const limit = opts.limit ?? DEFAULT_LIMIT;
     const key = decodeCursor(opts.cursor, (k): k is { version: number } => Number.isInteger(k?.version));
@@ -167,7 +172,7 @@ export class JobDefinitionsService {
       await recordChange(tx, kind, { row, override: merged, action: 'updated', reason: input.reason }, by);
       return true;
     });
-    if (changed) await this.s.platform.jobs.publishConfigChange();
+    if (changed) await this.s.jobSystem.publishConfigChange();
     return this.get(name);
   }
 
@@ -182,7 +187,7 @@ export class JobDefinitionsService {
       await recordChange(tx, kind, { row, override: null, action: 'reset', reason: input.reason }, by);
       return true;
     });
-    if (changed) await this.s.platform.jobs.publishConfigChange();
+    if (changed) await this.s.jobSystem.publishConfigChange();
     return this.get(name);
   }
 
@@ -210,7 +215,7 @@ export class JobDefinitionsService {
 
 /** Writes the new row state, the history entry and the audit event (inside the caller's transaction). */
 async function recordChange(
-  tx: Pick<Services, 'db' | 'now' | 'audit'>,
+  tx: Scope<{ audit: AuditService }>,
   kind: JobKind<any>,
   change: { row: DefinitionRow | null; override: JobConfigOverride | null; action: 'updated' | 'reset'; reason: string },
   by: By,

@@ -8,7 +8,7 @@ import type { Logger } from '../logger';
 import type { Actor, RequestMeta } from '../audit/store';
 import type { JobConfig } from './config';
 import { bullJobId, runJobData, type BullQueues } from './bull';
-import { parseDuration } from './duration';
+import { parseDuration } from '../config/duration';
 import { errorMessage } from './errors';
 import type { JobRegistry } from './kinds';
 import * as store from './run-lifecycle-store';

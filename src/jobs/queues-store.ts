@@ -1,8 +1,8 @@
 // queue_states: the pause flag of each queue as Postgres keeps it (Redis holds the live flag;
 // this copy survives Redis being emptied or replaced). The only file with SQL for it.
 import type { Knex } from 'knex';
+import type { Db } from '../platform/database';
 
-type Db = Knex | Knex.Transaction;
 
 export async function pausedQueueNames(db: Db): Promise<Set<string>> {
   const rows: { name: string }[] = await db('queue_states').where({ paused: true }).select('name');

@@ -1,7 +1,9 @@
 // Queues as operators see them, pause/resume (global: the flag lives in Redis for every
 // instance's workers, and in Postgres so it survives restarts), and the jobs overview.
-import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/service';
+import type { JobSystem } from './system';
+import type { AuditService } from '../audit/service';
+import type { Scope } from '../platform/scope';
 import { commonErrors } from '../errors';
 import { QUEUES, type QueueName } from './config';
 import { lockQueueState, pausedQueueNames, writeQueueState } from './queues-store';
@@ -24,8 +26,10 @@ function knownQueue(name: string): QueueName {
   return name as QueueName;
 }
 
+type Deps = Scope<{ jobSystem: JobSystem; audit: AuditService }>;
+
 export class QueuesService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'transaction' | 'platform'>) {}
+  constructor(private readonly s: Deps) {}
 
   /** Every queue, sorted by name, with its waiting and running counts. */
   async list(): Promise<QueueView[]> {
@@ -39,7 +43,7 @@ export class QueuesService {
       const c = counts.get(queue);
       if (c && state in c) c[state as keyof QueueView['counts']] += count;
     }
-    return QUEUES.map((name) => ({ name, paused: paused.has(name), counts: counts.get(name)!, concurrency: this.s.platform.jobs.concurrencyOf(name) }));
+    return QUEUES.map((name) => ({ name, paused: paused.has(name), counts: counts.get(name)!, concurrency: this.s.jobSystem.concurrencyOf(name) }));
   }
 
   /** The recorded flag (Postgres), which every instance's workers follow. */
@@ -65,7 +69,7 @@ export class QueuesService {
     const queue = knownQueue(name);
     const before = (await pausedQueueNames(this.s.db)).has(queue);
     if (before !== paused) {
-      await this.s.platform.jobs.setPaused(queue, paused);
+      await this.s.jobSystem.setPaused(queue, paused);
       try {
         await this.s.transaction(async (tx) => {
           if ((await lockQueueState(tx.db, queue)) === paused) return;
@@ -73,7 +77,7 @@ export class QueuesService {
           await tx.audit.record({ action: paused ? 'ops.queue.paused' : 'ops.queue.resumed', actor: by.actor, target: { kind: 'queue', id: queue }, meta: by.meta });
         });
       } catch (err) {
-        await this.s.platform.jobs.setPaused(queue, before).catch(() => undefined);
+        await this.s.jobSystem.setPaused(queue, before).catch(() => undefined);
         throw err;
       }
     }
@@ -83,7 +87,7 @@ export class QueuesService {
   /** At start-up and when Redis reconnects: Redis gets the flags Postgres recorded (Redis may have been emptied or replaced). */
   async reapplyStates(): Promise<void> {
     const paused = await pausedQueueNames(this.s.db);
-    for (const name of QUEUES) await this.s.platform.jobs.setPaused(name, paused.has(name));
+    for (const name of QUEUES) await this.s.jobSystem.setPaused(name, paused.has(name));
   }
 
   /** Counts by state and by kind (every kind defined in code, zero counts included), queues, age of the oldest wait, recent failures. */
@@ -97,7 +101,7 @@ export class QueuesService {
     ]);
     const zero = () => Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
     const byState = zero();
-    const byKind = new Map(this.s.platform.jobs.kinds().map((kind) => [kind.name, zero()]));
+    const byKind = new Map(this.s.jobSystem.kinds().map((kind) => [kind.name, zero()]));
     for (const { kind, state, count } of runs) {
       byState[state] += count;
       // Runs of a kind no longer defined in code count in `byState` only.

@@ -1,8 +1,10 @@
 // Operator actions on job runs: list, get, cancel, retry; and the retention of finalized runs.
-import type { Services } from '../services';
 import type { Actor, RequestMeta } from '../audit/service';
+import type { JobSystem } from './system';
+import type { Scope } from '../platform/scope';
+import type { AuditService } from '../audit/service';
 import { commonErrors } from '../errors';
-import { DEFAULT_LIMIT, decodeCursor, page } from '../pagination';
+import { DEFAULT_LIMIT, decodeCursor, page, type PageRequest } from '../pagination';
 import { jobFinalized, jobPayloadCleared, jobRunning } from './errors';
 import { listRuns, type RunFilter } from './ops-reads-store';
 import * as store from './run-lifecycle-store';
@@ -12,11 +14,13 @@ type By = { actor: Actor; meta: RequestMeta };
 /** Finalized runs are deleted this many at a time (short statements, short locks). */
 const PRUNE_BATCH = 1_000;
 
+type Deps = Scope<{ audit: AuditService; jobSystem: JobSystem }>;
+
 export class JobRunsService {
-  constructor(private readonly s: Pick<Services, 'db' | 'now' | 'transaction' | 'platform' | 'audit'>) {}
+  constructor(private readonly s: Deps) {}
 
   /** Newest first, a page at a time. */
-  async list(filter: Omit<RunFilter, 'beforeId'>, opts: { limit?: number; cursor?: string }) {
+  async list(filter: Omit<RunFilter, 'beforeId'>, opts: PageRequest) {
     const limit = opts.limit ?? DEFAULT_LIMIT;
     const key = decodeCursor(opts.cursor, (k): k is { id: number } => Number.isInteger(k?.id));
     const rows = await listRuns(this.s.db, { ...filter, beforeId: key?.id }, limit + 1);
@@ -35,7 +39,7 @@ export class JobRunsService {
    * shows `running`). A finalized run answers 422 `job_finalized`.
    */
   async cancel(id: number, by: By): Promise<{ run: store.JobRun; accepted: boolean }> {
-    const jobs = this.s.platform.jobs;
+    const jobs = this.s.jobSystem;
     const run = await this.get(id);
     if (store.FINAL_STATES.includes(run.state)) throw jobFinalized(run);
     if (store.WAITING_STATES.includes(run.state)) {
@@ -93,7 +97,7 @@ export class JobRunsService {
       return row;
     });
     if (!updated) return this.get(id); // it moved on meanwhile (e.g. started): report what it is now
-    await this.s.platform.jobs.requeueNow(updated);
+    await this.s.jobSystem.requeueNow(updated);
     return updated;
   }
 

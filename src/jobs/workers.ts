@@ -5,7 +5,7 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { QUEUES } from './config';
 import type { JobSystemOptions } from './system-options';
-import { formatDuration } from './duration';
+import { formatDuration } from '../config/duration';
 import { errorMessage } from './errors';
 import type { Schedules } from './schedules';
 import * as store from './run-lifecycle-store';
