@@ -3,7 +3,7 @@
 // sweeper hands over rows that never were (Redis down, process killed in between); BullMQ ignores
 // an add whose job id it already holds, and a worker only starts a run whose row is still waiting,
 // so every run executes exactly once.
-import type { Knex } from 'knex';
+import type { Db } from '../platform/database';
 import type { Logger } from '../logger';
 import type { Actor, RequestMeta } from '../audit/store';
 import type { JobConfig } from './config';
@@ -16,7 +16,7 @@ import type { JobTiming } from './timing';
 import type { DependencyReporter } from '../platform/dependencies';
 
 export interface OutboxRelayDeps {
-  db: Knex;
+  db: Db;
   bull: BullQueues;
   registry: JobRegistry<any>;
   configOf: (kind: string) => JobConfig;
@@ -39,7 +39,7 @@ export class OutboxRelay {
   constructor(private readonly deps: OutboxRelayDeps) {}
 
   /** Writes runs in one statement on `db` (the caller's transaction); hand them over after commit. */
-  async write(db: Knex | Knex.Transaction, jobs: NewJob[], by: { actor: Actor; meta?: RequestMeta }): Promise<store.JobRun[]> {
+  async write(db: Db, jobs: NewJob[], by: { actor: Actor; meta?: RequestMeta }): Promise<store.JobRun[]> {
     const now = this.deps.now();
     return store.insertRuns(
       db,

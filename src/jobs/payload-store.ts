@@ -3,14 +3,14 @@
 // removes it, with the rest of the payload, from every run, and from the errors its attempts
 // recorded (a mail server's refusal names the recipient). Any case matches (indexed:
 // job_runs_payload_to_lower_idx).
-import type { Knex } from 'knex';
+import type { Db } from '../platform/database';
 
 export const ERASED = '[erased]';
 
 /** A regular expression matching `text` literally. */
 const literalPattern = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-export async function eraseAddressInPayloads(db: Knex | Knex.Transaction, email: string, now: Date): Promise<number> {
+export async function eraseAddressInPayloads(db: Db, email: string, now: Date): Promise<number> {
   return db('job_runs')
     .whereRaw("lower(payload->>'to') = lower(?)", [email])
     .update({

@@ -5,7 +5,7 @@
 // - signals.ts: cancel and config-change signals between instances (Redis pub/sub);
 // - schedules.ts: BullMQ job schedulers from the effective configs;
 // - bull.ts: the producer connection and queues (BullMQ job id `run-<id>`).
-import type { Knex } from 'knex';
+import type { Db } from '../platform/database';
 import { reportRedisConnection } from '../platform/dependencies';
 import type { Actor, RequestMeta } from '../audit/store';
 import { BullQueues } from './bull';
@@ -140,13 +140,13 @@ export class JobSystem<App = unknown> {
   // ----- enqueueing (see outbox-relay.ts) --------------------------------------------------------
 
   /** Writes the run in the caller's transaction. Call `handOver` with the result after commit. */
-  async enqueue(db: Knex | Knex.Transaction, kind: string, payload: Record<string, unknown>, by: By, opts: { delayMs?: number } = {}): Promise<store.JobRun> {
+  async enqueue(db: Db, kind: string, payload: Record<string, unknown>, by: By, opts: { delayMs?: number } = {}): Promise<store.JobRun> {
     const [run] = await this.relay.write(db, [{ kind, payload, delayMs: opts.delayMs }], by);
     return run!;
   }
 
   /** Writes many runs in one statement in the caller's transaction (bulk producers); `handOver` them after commit. */
-  enqueueMany(db: Knex | Knex.Transaction, jobs: NewJob[], by: By): Promise<store.JobRun[]> {
+  enqueueMany(db: Db, jobs: NewJob[], by: By): Promise<store.JobRun[]> {
     return this.relay.write(db, jobs, by);
   }
 
