@@ -17,12 +17,15 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
+/** A decoded cursor before its check: parsed JSON of unknown shape, whose fields the check reads (with `?.`). */
+type DecodedKey = { readonly [field: string]: unknown } | null;
+
 export function encodeCursor(key: Record<string, string | number>): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');
 }
 
 /** The decoded key, or a 422 naming `query.cursor` when it is not one of ours. */
-export function decodeCursor<T extends Record<string, string | number>>(cursor: string | undefined, check: (key: any) => key is T): T | undefined {
+export function decodeCursor<T extends Record<string, string | number>>(cursor: string | undefined, check: (key: DecodedKey) => key is T): T | undefined {
   if (cursor === undefined) return undefined;
   try {
     const key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -46,7 +49,7 @@ export function page<T>(rows: T[], limit: number, keyOf: (last: T) => Record<str
  */
 export async function pageAfter<T, K extends Record<string, string | number>>(
   request: PageRequest,
-  check: (key: any) => key is K,
+  check: (key: DecodedKey) => key is K,
   fetch: (limit: number, after: K | undefined) => Promise<T[]>,
   keyOf: (last: T) => K,
 ): Promise<Page<T>> {
@@ -68,7 +71,7 @@ export function pageById<T extends { id: string }>(
   const pattern = new RegExp(`^${prefix}_[0-9a-z]{26}$`);
   return pageAfter(
     request,
-    (key: any): key is { id: string } => typeof key?.id === 'string' && pattern.test(key.id),
+    (key): key is { id: string } => typeof key?.id === 'string' && pattern.test(key.id),
     (limit, after) => fetch(limit, after?.id),
     (last) => ({ id: last.id }),
   );

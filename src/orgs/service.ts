@@ -18,7 +18,7 @@ import * as store from './store';
 import * as invitationsStore from './invitations-store';
 import { durationMs } from '../config/settings-catalog';
 
-export type { OrgRow, MemberRow } from './store';
+export type { MemberRow } from './store';
 export type { Role } from './policy';
 
 /** An organisation as its member sees it. */
@@ -200,7 +200,7 @@ export class OrgService {
   listMembers(caller: Caller, orgId: string, request: PageRequest): Promise<Page<store.MemberRow>> {
     return pageAfter(
       request,
-      (key: any): key is { t: string; u: string } =>
+      (key): key is { t: string; u: string } =>
         typeof key?.t === 'string' && !Number.isNaN(Date.parse(key.t)) && typeof key?.u === 'string' && /^usr_[0-9a-z]{26}$/.test(key.u),
       (limit, after) =>
         this.inOrg(this.s, caller.userId, orgId, 'members.read', ({ tx }) =>

@@ -29,8 +29,8 @@ import * as store from './store';
 
 export type { PasskeyRow } from './store';
 
-export const CEREMONY_TTL_MS = 5 * 60 * 1000;
-export const MAX_PASSKEYS = 20;
+const CEREMONY_TTL_MS = 5 * 60 * 1000;
+const MAX_PASSKEYS = 20;
 /** Preferred first: Ed25519, ES256, RS256 (what browsers and security keys offer). */
 const ALGORITHMS = [-8, -7, -257];
 
@@ -44,7 +44,7 @@ export interface Ceremony<Options> {
 export type Credential = Record<string, unknown>;
 
 /** Why an assertion was refused (kept in audit data; never shown to the caller, who gets one answer). */
-export type AssertionFailure = 'invalid_ceremony' | 'unknown_passkey' | 'other_user' | 'user_handle_mismatch' | 'assertion_failed' | 'counter_regressed';
+type AssertionFailure = 'invalid_ceremony' | 'unknown_passkey' | 'other_user' | 'user_handle_mismatch' | 'assertion_failed' | 'counter_regressed';
 
 export type AssertionOutcome = { ok: true; passkey: store.PasskeyRow } | { ok: false; reason: AssertionFailure };
 

@@ -29,9 +29,8 @@ import * as store from './store';
 import { pageById, type Page, type PageRequest } from '../pagination';
 
 export const STATE_TTL_MS = 10 * 60 * 1000;
-export const NONCE_TTL_MS = 10 * 60 * 1000;
+const NONCE_TTL_MS = 10 * 60 * 1000;
 
-export type { IdentityRow } from './store';
 export type Intent = 'login' | 'link';
 
 /** Where the browser goes after the callback, and what happened. */
@@ -42,7 +41,7 @@ export type CallbackOutcome = { redirectTo: string } & (
 );
 
 /** The `?error=` codes of the callbacks' redirects (the contract lists them). */
-export type CallbackErrorCode =
+type CallbackErrorCode =
   | 'access_denied'
   | 'provider_error'
   | 'invalid_token'
