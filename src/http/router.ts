@@ -11,7 +11,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppContext } from '../app-context';
 import { problems } from './problem';
-import type { HandlerContext, HandlerMap } from '../../handlers/types';
+import type { HandlerContext, HandlerMap } from './handler-types';
 import type { LimitReport } from '../ratelimit/report';
 import { reportsLimits, servicesReportingLimits, setRateLimitHeaders } from './rate-limit-headers';
 import { refreshSessionCookie } from './session-cookie';
