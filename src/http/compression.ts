@@ -5,7 +5,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import compression from 'compression';
 
-export const COMPRESSION_THRESHOLD_BYTES = 1024;
+const COMPRESSION_THRESHOLD_BYTES = 1024;
 
 /** compressible's table has no entry for YAML under application/. */
 const YAML = /^application\/(?:[\w.+-]+\+)?yaml\b/i;

@@ -12,7 +12,7 @@ import type { Config } from '../config';
 import { resolveRef, type Contract } from '../contract';
 
 /** How long a browser may reuse a preflight answer (Chromium caps it at 2 hours). */
-export const PREFLIGHT_MAX_AGE_SECONDS = 7200;
+const PREFLIGHT_MAX_AGE_SECONDS = 7200;
 
 /** Read by every operation, though no operation declares them as parameters. */
 const ALWAYS_ALLOWED_REQUEST_HEADERS = ['Authorization', 'Content-Type', 'X-Request-Id'];
@@ -73,7 +73,7 @@ function requestHeaders(contract: Contract): string[] {
 /** Every response header the contract documents, but those a page may read anyway (or never). */
 function responseHeaders(contract: Contract): string[] {
   const names = new Map<string, string>();
-  const add = (response: any) => {
+  const add = (response: unknown) => {
     for (const name of Object.keys(resolveRef(contract.document, response)?.headers ?? {})) {
       if (!NOT_EXPOSED.has(name.toLowerCase()) && !names.has(name.toLowerCase())) names.set(name.toLowerCase(), name);
     }
@@ -83,8 +83,14 @@ function responseHeaders(contract: Contract): string[] {
   return [...names.values()].sort();
 }
 
-function* operations(contract: Contract): Generator<Record<string, any>> {
-  for (const item of Object.values<Record<string, any>>(contract.document.paths ?? {})) {
+/** What this file reads of an operation of the (untyped) OpenAPI document. */
+interface OperationObject {
+  parameters?: unknown[];
+  responses?: Record<string, unknown>;
+}
+
+function* operations(contract: Contract): Generator<OperationObject> {
+  for (const item of Object.values<Record<string, OperationObject | undefined>>(contract.document.paths ?? {})) {
     for (const method of METHODS) if (item[method]) yield item[method];
   }
 }

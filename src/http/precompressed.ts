@@ -52,7 +52,7 @@ export function servedContract(contract: Contract, format: 'json' | 'yaml'): Pre
 }
 
 /** br or gzip by the client's q-values, br on a tie (smaller), as the compression middleware picks. */
-export function preferredEncoding(header: string | undefined): Encoding | null {
+function preferredEncoding(header: string | undefined): Encoding | null {
   if (!header) return null;
   const q = new Map<string, number>();
   for (const part of header.split(',')) {

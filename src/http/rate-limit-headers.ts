@@ -15,7 +15,7 @@ import { RATE_LIMIT_HEADER, rateLimitFields } from '../ratelimit/fields';
 
 /** Whether the contract gives the operation's success answers the RateLimit headers. */
 export function reportsLimits(contract: Contract, op: OperationInfo): boolean {
-  const responses: Record<string, any> = contract.document.paths[op.path]?.[op.method]?.responses ?? {};
+  const responses: Record<string, { headers?: Record<string, unknown> } | undefined> = contract.document.paths[op.path]?.[op.method]?.responses ?? {};
   return Object.entries(responses).some(([status, response]) => status.startsWith('2') && response?.headers && RATE_LIMIT_HEADER in response.headers);
 }
 

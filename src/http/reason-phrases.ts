@@ -5,7 +5,7 @@
 // one.
 import { STATUS_CODES } from 'node:http';
 
-export const RFC_9110_PHRASES: Readonly<Record<number, string>> = {
+const RFC_9110_PHRASES: Readonly<Record<number, string>> = {
   413: 'Content Too Large',
   422: 'Unprocessable Content',
 };

@@ -28,7 +28,7 @@ const MAINTENANCE_DETAIL = 'The service is in maintenance: changes are paused fo
 const MAINTENANCE_RETRY_AFTER_SECONDS = 60;
 
 interface Route extends SecuredRoute, BodyRoute, ValidatedRoute {
-  // any: one signature for the handlers of every operation; HandlerMap types each against its own.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one signature for the handlers of every operation; HandlerMap types each against its own.
   handler: (ctx: HandlerContext<any>) => any;
   dependencyFree: boolean;
   /** A /v1 write: refused while the runtime setting `maintenance_mode` is on (/ops stays usable to turn it off). */

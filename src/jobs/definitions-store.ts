@@ -1,6 +1,5 @@
 // job_definitions (operator overrides, optimistic concurrency on `version`) and
 // job_definition_history: the only file with SQL for them.
-import type { Knex } from 'knex';
 import type { JobConfig, JobConfigOverride } from './config';
 import type { Db } from '../platform/database';
 
@@ -11,6 +10,17 @@ export interface DefinitionRow {
   version: number;
   updated_at: Date | null;
   updated_by: string | null;
+}
+
+/** A job_definition_history row as pg returns it. */
+interface DefinitionChangeRecord {
+  version: number;
+  at: Date;
+  by: string | null;
+  reason: string;
+  action: DefinitionChangeRow['action'];
+  config_before: JobConfig;
+  config_after: JobConfig;
 }
 
 export interface DefinitionChangeRow {
@@ -82,7 +92,7 @@ export async function insertDefinitionChange(db: Db, name: string, change: Defin
 export async function listDefinitionChanges(db: Db, name: string, opts: { beforeVersion?: number; limit: number }): Promise<DefinitionChangeRow[]> {
   const q = db('job_definition_history').where({ name }).orderBy('version', 'desc').limit(opts.limit);
   if (opts.beforeVersion !== undefined) q.where('version', '<', opts.beforeVersion);
-  return (await q).map((r: any) => ({
+  return (await q).map((r: DefinitionChangeRecord) => ({
     version: r.version,
     at: r.at,
     by: r.by,

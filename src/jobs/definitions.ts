@@ -56,7 +56,7 @@ type By = { actor: Actor; meta: RequestMeta };
 /** Only the known fields, in a fixed order (a stored override may carry fields a deploy removed). */
 function pick<T extends Partial<JobConfig>>(config: T): T {
   const out: Partial<JobConfig> = {};
-  for (const field of FIELDS) if (config[field] !== undefined) (out as any)[field] = config[field];
+  for (const field of FIELDS) if (config[field] !== undefined) (out as Record<string, unknown>)[field] = config[field];
   return out as T;
 }
 
@@ -69,13 +69,13 @@ function sameOverride(stored: JobConfigOverride, merged: JobConfigOverride): boo
   return Object.keys(stored).length === Object.keys(merged).length && sameFields(stored, merged);
 }
 
-function effective(kind: JobKind<any>, override: JobConfigOverride | null) {
+function effective(kind: JobKind, override: JobConfigOverride | null) {
   const { config, invalidOverride } = effectiveConfig(kind, override);
   return { config: pick(config) as JobConfig, invalidOverride };
 }
 
 /** The stored override without the fields that no longer validate (they were already ignored). */
-function validPart(kind: JobKind<any>, stored: JobConfigOverride | null): JobConfigOverride {
+function validPart(kind: JobKind, stored: JobConfigOverride | null): JobConfigOverride {
   if (!stored) return {};
   const kept = pick(stored);
   for (const issue of validateConfig(kept, { needsPayload: kind.needsPayload })) delete kept[issue.field];
@@ -96,13 +96,13 @@ export class JobDefinitionsService {
 
   // ----- reading -------------------------------------------------------------------------------
 
-  private kindOf(name: string): JobKind<any> {
+  private kindOf(name: string): JobKind {
     const kind = this.s.jobSystem.kind(name);
     if (!kind) throw commonErrors.notFound(`No job definition ${name}.`);
     return kind;
   }
 
-  private async view(kind: JobKind<any>, row: DefinitionRow | null): Promise<JobDefinition> {
+  private async view(kind: JobKind, row: DefinitionRow | null): Promise<JobDefinition> {
     const { config, invalidOverride } = effective(kind, row?.override ?? null);
     return {
       name: kind.name,
@@ -216,7 +216,7 @@ export class JobDefinitionsService {
 /** Writes the new row state, the history entry and the audit event (inside the caller's transaction). */
 async function recordChange(
   tx: Scope<{ audit: AuditService }>,
-  kind: JobKind<any>,
+  kind: JobKind,
   change: { row: DefinitionRow | null; override: JobConfigOverride | null; action: 'updated' | 'reset'; reason: string },
   by: By,
 ): Promise<void> {

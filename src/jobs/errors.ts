@@ -3,7 +3,7 @@ import { defineErrors, type ValidationIssue } from '../errors';
 import type { ConfigIssue } from './config';
 import type { JobRun } from './run-lifecycle-store';
 
-export const jobErrors = defineErrors('jobs', {
+const jobErrors = defineErrors('jobs', {
   jobFinalized: { code: 'job_finalized', status: 422, detail: 'The job run is already finalized and cannot be cancelled.' },
   jobRunning: { code: 'job_running', status: 422, detail: 'The job run is running; cancel it or wait for it to finish before retrying.' },
   jobPayloadCleared: { code: 'job_payload_cleared', status: 422, detail: 'The job run\'s payload was cleared when it ended; it cannot be retried.' },

@@ -2,13 +2,13 @@
 import type { Logger } from '../logger';
 import type { JobConfig } from './config';
 
-export interface JobRunInfo {
+interface JobRunInfo {
   id: number;
   kind: string;
   attempt: number;
 }
 
-export interface JobContext<App> {
+interface JobContext<App> {
   /** The application context (its root services: `app.services`). */
   app: App;
   run: JobRunInfo;
@@ -17,7 +17,7 @@ export interface JobContext<App> {
   logger: Logger;
 }
 
-export interface JobKind<App = unknown, Payload = any> {
+export interface JobKind<App = unknown, Payload = object> {
   name: string;
   description: string;
   defaults: JobConfig;

@@ -18,7 +18,7 @@ import type { DependencyReporter } from '../platform/dependencies';
 export interface OutboxRelayDeps {
   db: Db;
   bull: BullQueues;
-  registry: JobRegistry<any>;
+  registry: JobRegistry<unknown>;
   configOf: (kind: string) => JobConfig;
   logger: Logger;
   now: () => Date;

@@ -1,6 +1,5 @@
 // queue_states: the pause flag of each queue as Postgres keeps it (Redis holds the live flag;
 // this copy survives Redis being emptied or replaced). The only file with SQL for it.
-import type { Knex } from 'knex';
 import type { Db } from '../platform/database';
 
 

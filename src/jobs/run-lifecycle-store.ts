@@ -41,8 +41,30 @@ export interface JobRun {
   requestId: string | null;
 }
 
+/** A job_runs row as pg returns it (the id is a bigint, read as a string). */
+export interface JobRunRecord {
+  id: string | number;
+  kind: string;
+  queue: string;
+  priority: number;
+  state: JobRun['state'];
+  attempt: number;
+  max_attempts: number;
+  timeout_ms: number;
+  payload: Record<string, unknown>;
+  errors: JobRunError[];
+  created_at: Date;
+  scheduled_at: Date;
+  attempted_at: Date | null;
+  finalized_at: Date | null;
+  handed_over_at: Date | null;
+  actor_kind: JobRun['actorKind'];
+  actor_id: string | null;
+  request_id: string | null;
+}
+
 // The one mapping of a job_runs row to a JobRun, the /ops reads included.
-export function toRun(row: any): JobRun {
+export function toRun(row: JobRunRecord): JobRun {
   return {
     id: Number(row.id),
     kind: row.kind,

@@ -9,7 +9,7 @@ const SCHEDULE_PREFIX = 'schedule:';
 
 export interface SchedulesDeps {
   bull: BullQueues;
-  registry: JobRegistry<any>;
+  registry: JobRegistry<unknown>;
   configOf: (kind: string) => JobConfig;
   now: () => Date;
   /** Enqueues and hands over one run of `kind` (a tick). */
