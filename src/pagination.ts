@@ -68,11 +68,20 @@ export function pageById<T extends { id: string }>(
   request: PageRequest,
   fetch: (limit: number, beforeId: string | undefined) => Promise<T[]>,
 ): Promise<Page<T>> {
-  const pattern = new RegExp(`^${prefix}_[0-9a-z]{26}$`);
+  const pattern = idPattern(prefix);
   return pageAfter(
     request,
     (key): key is { id: string } => typeof key?.id === 'string' && pattern.test(key.id),
     (limit, after) => fetch(limit, after?.id),
     (last) => ({ id: last.id }),
   );
+}
+
+const idPatterns = new Map<IdPrefix, RegExp>();
+
+/** `^<prefix>_<ulid>$`, compiled once per prefix (lists are hot paths). */
+function idPattern(prefix: IdPrefix): RegExp {
+  let pattern = idPatterns.get(prefix);
+  if (!pattern) idPatterns.set(prefix, (pattern = new RegExp(`^${prefix}_[0-9a-z]{26}$`)));
+  return pattern;
 }
