@@ -1,5 +1,6 @@
 // The account as its owner sees it: GET /v1/auth/me and the `user` of every sign-in reply.
-import type { MfaSummary, SessionUser } from '../sessions/store';
+import type { MfaSummary } from '../sessions/second-factors';
+import type { SessionUser } from '../sessions/service';
 import type { UserRow } from './store';
 
 export interface AccountView {

@@ -19,6 +19,8 @@ import { accountErrors } from './errors';
 import { isCommonPassword } from './passwords';
 import * as store from './store';
 
+export type { UserRow } from './store';
+
 /** How a fresh proof was given (`StepUpProof`, checked by src/signin/step-up.ts). */
 export type ProofMethod = 'password' | 'code' | 'passkey';
 

@@ -7,8 +7,7 @@ import { instantText } from './instants';
 import type { Range, WindowPlan } from './rollups';
 import type { Db } from '../platform/database';
 
-
-export type ActorKind = 'user' | 'operator' | 'system' | 'provider';
+type ActorKind = 'user' | 'operator' | 'system' | 'provider';
 
 export interface Actor {
   kind: ActorKind;

@@ -4,7 +4,7 @@
 import type { Request } from 'express';
 import type { AppContext } from '../app-context';
 import type { OperationInfo } from '../contract';
-import type { Caller } from '../sessions/store';
+import type { Caller } from '../sessions/service';
 import { problems } from './problem';
 import { authenticateBearer, authenticateCookie, checkCsrf, unauthenticatedDetail, type AuthResult } from './authenticate';
 

@@ -3,7 +3,7 @@
 // (src/sessions/expiry.ts), so the browser drops it when the server would refuse it.
 import type { Request, Response } from 'express';
 import type { Config } from '../config';
-import type { Caller } from '../sessions/store';
+import type { Caller } from '../sessions/service';
 import { readCookie, sessionCookieName } from './authenticate';
 
 /** `name=value; Path=/; HttpOnly; SameSite=Lax[; Secure]; Max-Age=n` (Secure, and the __Host- name, on https). */

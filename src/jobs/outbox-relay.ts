@@ -5,7 +5,7 @@
 // so every run executes exactly once.
 import type { Db } from '../platform/database';
 import type { Logger } from '../logger';
-import type { Actor, RequestMeta } from '../audit/store';
+import type { Actor, RequestMeta } from '../audit/service';
 import type { JobConfig } from './config';
 import { bullJobId, runJobData, type BullQueues } from './bull';
 import { parseDuration } from '../config/duration';

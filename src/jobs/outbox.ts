@@ -1,7 +1,7 @@
 // The job outbox as domains use it: runs are written on the services' database handle (inside
 // the caller's transaction when there is one) and handed to BullMQ after the commit; outside a
 // transaction, right after the insert.
-import type { Actor, RequestMeta } from '../audit/store';
+import type { Actor, RequestMeta } from '../audit/service';
 import type { JobSystem } from './system';
 import type { Scope } from '../platform/scope';
 import type { JobRun } from './run-lifecycle-store';

@@ -2,7 +2,7 @@
 // retry write (and the one-run read they decide on). Every state change is a conditional update, so two
 // instances (or a worker and an operator) can never both move a run from the same state. What /ops
 // lists and counts is read in ops-reads-store.ts.
-import type { ActorKind } from '../audit/store';
+import type { Actor } from '../audit/service';
 import { prepared, runPrepared } from '../platform/prepared';
 import { deleteInBatches } from '../platform/batches';
 import { ERASED } from './payload-store';
@@ -36,7 +36,7 @@ export interface JobRun {
   attemptedAt: Date | null;
   finalizedAt: Date | null;
   handedOverAt: Date | null;
-  actorKind: ActorKind;
+  actorKind: Actor['kind'];
   actorId: string | null;
   requestId: string | null;
 }
@@ -96,7 +96,7 @@ export interface NewRun {
   payload: Record<string, unknown>;
   scheduledAt: Date;
   now: Date;
-  actorKind: ActorKind;
+  actorKind: Actor['kind'];
   actorId: string | null;
   requestId: string | null;
 }

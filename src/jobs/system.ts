@@ -7,7 +7,7 @@
 // - bull.ts: the producer connection and queues (BullMQ job id `run-<id>`).
 import type { Db } from '../platform/database';
 import { reportRedisConnection } from '../platform/dependencies';
-import type { Actor, RequestMeta } from '../audit/store';
+import type { Actor, RequestMeta } from '../audit/service';
 import { BullQueues } from './bull';
 import { effectiveConfig, type JobConfig, type QueueName } from './config';
 import { readOverrides } from './definitions-store';

@@ -5,7 +5,7 @@ import type { AuditService, RequestMeta } from '../audit/service';
 import type { Limits } from '../ratelimit/limits';
 import type { RecoveryCodes } from './recovery-codes';
 import { userActor } from '../audit/service';
-import { mfaSummary, type MfaSummary } from '../sessions/store';
+import { mfaSummary, type MfaSummary } from '../sessions/second-factors';
 import type { ProofMethod } from '../accounts/service';
 import { mfaErrors } from './errors';
 import * as store from './store';

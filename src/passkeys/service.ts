@@ -27,7 +27,7 @@ import { pageById, type Page, type PageRequest } from '../pagination';
 import { passkeyErrors } from './errors';
 import * as store from './store';
 
-export type { PasskeyRow } from './store';
+export type { CeremonyPurpose, PasskeyRow } from './store';
 
 const CEREMONY_TTL_MS = 5 * 60 * 1000;
 const MAX_PASSKEYS = 20;

@@ -6,19 +6,7 @@ import { prepared, runPrepared } from '../platform/prepared';
 import { hashToken, looksLikeToken, newSessionToken } from './tokens';
 import { deleteInBatches } from '../platform/batches';
 import { sessionEndsAt } from './expiry';
-
-export interface MfaSummary {
-  /** Sign-in asks for a second factor (TOTP on, or any passkey). */
-  enabled: boolean;
-  totp: boolean;
-  passkeys: number;
-  recoveryCodesRemaining: number;
-}
-
-/** The one rule for "sign-in asks for a second factor": the authenticator app on, or any passkey. */
-export function mfaSummary(factors: { totp: boolean; passkeys: number; recoveryCodesRemaining: number }): MfaSummary {
-  return { enabled: factors.totp || factors.passkeys > 0, ...factors };
-}
+import { mfaSummary, type MfaSummary } from './second-factors';
 
 export interface SessionUser {
   id: string;

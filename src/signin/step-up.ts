@@ -9,8 +9,7 @@ import type { AccountService, ProofMethod } from '../accounts/service';
 import type { PasswordHasher } from '../accounts/passwords';
 import type { MfaService } from '../mfa/service';
 import type { TotpService } from '../mfa/totp';
-import type { Credential, PasskeyService } from '../passkeys/service';
-import type { CeremonyPurpose } from '../passkeys/store';
+import type { CeremonyPurpose, Credential, PasskeyService } from '../passkeys/service';
 import { userActor } from '../audit/service';
 import { accountErrors } from '../accounts/errors';
 

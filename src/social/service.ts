@@ -19,7 +19,7 @@ import * as oidc from 'openid-client';
 import type { RequestMeta } from '../audit/service';
 import type { Caller, Transport } from '../sessions/service';
 import type { SignInOutcome, SignInService } from '../signin/service';
-import type { UserRow } from '../accounts/store';
+import type { UserRow } from '../accounts/service';
 import type { Provider } from '../config/social-providers';
 import { AppError, commonErrors } from '../errors';
 import { accountErrors } from '../accounts/errors';

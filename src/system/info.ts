@@ -2,7 +2,7 @@
 // checked live, its job workers and its configuration (config-view.ts).
 import type { AppContext } from '../app-context';
 import type { InstanceIdentity } from '../releases/registry';
-import type { Release } from '../releases/store';
+import type { Release } from '../releases/service';
 import { QUEUES } from '../jobs/config';
 import { configView, type ConfigValue } from './config-view';
 import { databaseServerVersion } from './probe-store';
