@@ -47,6 +47,7 @@ import { PasskeyService } from './passkeys/service';
 import { SettingsService } from './settings/service';
 import { RetentionService } from './retention/service';
 import { SocialService } from './social/service';
+import { IdentityService } from './social/identities';
 import { setTenantContext, type TenantContext } from './platform/tenant-context';
 
 /** The long-lived parts the services use (built once by the composition root, src/app-context-factory.ts). */
@@ -263,6 +264,10 @@ export class Services {
 
   get social(): SocialService {
     return this.once('social', () => new SocialService(this));
+  }
+
+  get identities(): IdentityService {
+    return this.once('identities', () => new IdentityService(this));
   }
 
   get retention(): RetentionService {

@@ -2,7 +2,7 @@ import type { Handler } from '../../src/http/handler-types';
 
 /** The caller's linked provider identities, newest first. */
 export const listIdentities: Handler<'listIdentities'> = async ({ services, caller, query }) => {
-  const { items, nextCursor } = await services.social.listOwn(caller.userId, { limit: query.limit, cursor: query.cursor });
+  const { items, nextCursor } = await services.identities.listOwn(caller.userId, { limit: query.limit, cursor: query.cursor });
   return {
     status: 200,
     body: {
