@@ -14,6 +14,7 @@ import { passwordResetSend } from './accounts/password-reset-job';
 import { retentionEnforce } from './retention/enforce-job';
 import { Mailer } from './mail/mailer';
 import { Services } from './services';
+import { Metrics } from './platform/metrics';
 import { InstanceRegistry } from './releases/registry';
 import { RuntimeSettings } from './settings/runtime';
 import { SocialProviders } from './social/providers';
@@ -44,6 +45,7 @@ export function buildAppContext(parts: {
     contract: loadContract(),
     mailer: new Mailer(parts.config.mail, parts.logger),
     now,
+    metrics: new Metrics(),
     state: { databaseReady: false, shuttingDown: false },
     socialProviders: new SocialProviders(parts.config.social, parts.logger),
     instance: new InstanceRegistry({ build: parts.config.build, db: () => app.db, logger: parts.logger, now }),

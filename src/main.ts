@@ -17,6 +17,7 @@ import { embeddedDatabaseExists, embeddedUrl, runningEmbeddedPort, startEmbedded
 import { createRedis, describeRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
+import { metricsServer } from './platform/metrics';
 import { closeAfterEachAnswer, createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
 import type { GrantOutcome, RevokeOutcome } from './accounts/operators';
 import { Services, type Platform } from './services';
@@ -139,6 +140,13 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
     process.exit(1);
   });
   if (mode === 'api') await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  // Prometheus scrapes a listener of its own, not the public one (README "Metrics").
+  const metrics = config.metricsPort === null ? null : metricsServer(app.metrics);
+  if (metrics) {
+    app.metrics.collectProcessMetrics();
+    await new Promise<void>((resolve) => metrics.listen(config.metricsPort!, config.host, resolve));
+    logger.info('metrics listening', { url: `http://${config.host}:${config.metricsPort}/metrics` });
+  }
   logger.info(mode === 'api' ? 'listening' : 'worker started', {
     url: `http://${config.host}:${config.port}`,
     public_base_url: config.publicBaseUrl,
@@ -176,6 +184,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
         timeoutMs: Math.floor(config.shutdownTimeoutMs * 0.7),
       });
     }
+    metrics?.close();
     app.dependencies.stop();
     app.runtimeSettings.stop();
     await app.jobs.stop();

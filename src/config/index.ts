@@ -21,6 +21,8 @@ export interface Config {
   env: 'development' | 'production' | 'test';
   host: string;
   port: number;
+  /** GET /metrics (Prometheus) on a listener of its own, on HOST; null (METRICS_PORT unset): off. */
+  metricsPort: number | null;
   /** Public base URL of the API; https here switches the session cookie to `__Host-session`. */
   publicBaseUrl: string;
   /** Origins allowed to make cookie-authenticated unsafe requests (CSRF check). */
@@ -261,6 +263,7 @@ export function loadConfig(env: Env = process.env): Config {
     env: mode,
     host: env.HOST ?? '0.0.0.0',
     port,
+    metricsPort: env.METRICS_PORT ? int(env, 'METRICS_PORT', 0) : null,
     publicBaseUrl,
     appOrigins: list(env.APP_ORIGINS).length ? list(env.APP_ORIGINS) : [new URL(publicBaseUrl).origin],
     invitationUrl: env.INVITATION_URL || `${list(env.APP_ORIGINS)[0] ?? new URL(publicBaseUrl).origin}/invitations/accept`,

@@ -1,0 +1,113 @@
+// Metrics as a real Prometheus (Debian's package) consumes them: two instances, each serving
+// GET /metrics on a listener of its own, scraped every second after real traffic; then
+// Prometheus' own HTTP API answers the questions operators ask (requests per operation across
+// instances, a latency quantile). Parsing our text with our own code would prove nothing.
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { startTestApp, type TestApp } from '../support/test-app';
+import { freePort } from '../support/ports';
+import { waitFor } from '../support/wait';
+import { metricsServer } from '../../src/platform/metrics';
+
+const PROMETHEUS = '/usr/bin/prometheus';
+jest.setTimeout(90_000);
+
+interface Instance {
+  t: TestApp;
+  api: http.Server;
+  metrics: http.Server;
+}
+
+const listen = (server: http.Server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+const close = (server: http.Server) => new Promise<void>((resolve) => server.close(() => resolve()));
+
+let instances: Instance[] = [];
+let prometheus: ChildProcess | null = null;
+let dir = '';
+let promUrl = '';
+
+async function query(expr: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]> {
+  const res = await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
+  const body = (await res.json()) as { status: string; data: { result: { metric: Record<string, string>; value: [number, string] }[] } };
+  if (body.status !== 'success') throw new Error(`query ${expr}: ${JSON.stringify(body)}`);
+  return body.data.result;
+}
+
+beforeAll(async () => {
+  if (!fs.existsSync(PROMETHEUS)) throw new Error(`No Prometheus at ${PROMETHEUS}: install Debian's prometheus (apt-get install -y prometheus); .ci/run does`);
+  for (let i = 0; i < 2; i++) {
+    const t = await startTestApp();
+    const api = http.createServer(t.server);
+    const metrics = metricsServer(t.ctx.metrics);
+    instances.push({ t, api, metrics });
+  }
+  const targets: string[] = [];
+  for (const instance of instances) {
+    await listen(instance.api);
+    targets.push(`127.0.0.1:${await listen(instance.metrics)}`);
+  }
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prometheus-'));
+  const config = path.join(dir, 'prometheus.yml');
+  fs.writeFileSync(
+    config,
+    ['global:', '  scrape_interval: 1s', 'scrape_configs:', '  - job_name: api', '    static_configs:', `      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`, ''].join('\n'),
+  );
+  const port = await freePort();
+  promUrl = `http://127.0.0.1:${port}`;
+  prometheus = spawn(PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], { stdio: 'ignore' });
+  await waitFor('Prometheus ready', async () => (await fetch(`${promUrl}/-/ready`).catch(() => null))?.ok, 30_000);
+});
+
+afterAll(async () => {
+  prometheus?.kill('SIGKILL');
+  for (const { t, api, metrics } of instances) {
+    await Promise.all([close(api), close(metrics)]);
+    await t.close();
+  }
+  instances = [];
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+it('counts every request by operation across two instances, and answers a latency quantile', async () => {
+  const sent = [7, 5];
+  for (const [i, n] of sent.entries()) {
+    const port = (instances[i]!.api.address() as AddressInfo).port;
+    for (let k = 0; k < n; k++) expect((await fetch(`http://127.0.0.1:${port}/v1/ping`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${port}/v1/no-such-path`)).status).toBe(404);
+  }
+
+  // Both targets up, then the counts Prometheus scraped equal what was sent, per instance and in sum.
+  await waitFor('both targets scraped', async () => (await query('sum(up{job="api"})'))[0]?.value[1] === '2', 20_000);
+  const perInstance = await waitFor(
+    'the pings scraped',
+    async () => {
+      const rows = await query('http_requests_total{operation="ping",method="GET",status_class="2xx"}');
+      const counts = rows.map((r) => Number(r.value[1])).sort((a, b) => b - a);
+      return counts.length === 2 && counts[0] === 7 && counts[1] === 5 ? counts : null;
+    },
+    20_000,
+  );
+  expect(perInstance).toEqual([7, 5]);
+  expect(Number((await query('sum(http_requests_total{operation="ping"})'))[0]!.value[1])).toBe(12);
+  // An unknown path is one bounded series, not a series per path.
+  expect(Number((await query('sum(http_requests_total{operation="unmatched",status_class="4xx"})'))[0]!.value[1])).toBe(2);
+
+  // A quantile over both instances' histograms: a number of seconds within the buckets.
+  const p99 = await waitFor(
+    'a p99 of ping',
+    async () => {
+      const [row] = await query('histogram_quantile(0.99, sum by (le) (http_request_duration_seconds_bucket{operation="ping"}))');
+      const value = row ? Number(row.value[1]) : NaN;
+      return Number.isFinite(value) ? value : null;
+    },
+    20_000,
+  );
+  expect(p99).toBeGreaterThan(0);
+  expect(p99).toBeLessThanOrEqual(10);
+  // Nothing is in flight once every answer is written.
+  expect((await query('sum(http_requests_in_flight)'))[0]!.value[1]).toBe('0');
+});
