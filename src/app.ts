@@ -23,11 +23,12 @@ export function createApp(app: AppContext): express.Express {
   const crossOrigin = cors(app.config, app.contract);
   const compression = compress();
   const router = createRouter(app, handlers);
-  const measure = measureRequests(app.metrics);
+  // Counted only where something scrapes them (METRICS_PORT): off costs nothing.
+  const measure = app.config.metricsPort === null ? null : measureRequests(app.metrics);
   // One middleware for them all: each layer of Express's router costs a little on every request.
   server.use((req, res, next) => {
     context(req, res);
-    measure(res);
+    measure?.(res);
     apiSecurityHeaders(res);
     if (crossOrigin(req, res)) return;
     ceiling(req, res, (err?: unknown) => {

@@ -2,6 +2,8 @@
 // as a child process) for GET /v1/ping, authenticated GET /v1/auth/me (bearer) and
 // POST /v1/auth/login, beside a bare Express 5 app and a bare node:http server answering the same
 // ping, and bare bcrypt.compare at the same cost — each in its own process, in the same run.
+// A second instance with METRICS_PORT set answers the same ping and /me: the cost of counting
+// every answer for Prometheus, as the ratio of the two in each round.
 //
 //   npm run bench:http -- [--duration 5] [--warmup 2] [--connections 50] [--login-connections 8]
 //                         [--rounds 3] [--no-build] [--no-pin] [--profile]
@@ -27,7 +29,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { adminUrl, openScratch } from '../scratch';
 import { parseOptions } from '../options';
-import { cpuPinning, pinByDefault, runForJsonLine, sleep, type Server } from '../processes';
+import { cpuPinning, freePort, pinByDefault, runForJsonLine, sleep, type Server } from '../processes';
 import { buildService, profileService, startBareServer, startService } from '../service';
 import { checkWrk, printMeasured, runMeasured, runWrk, wrkRate, type MeasuredRow, type MeasuredTarget } from '../wrk';
 import { fmtRate, median, medianBy, medianRow, rotate } from '../rounds';
@@ -133,7 +135,7 @@ async function main(): Promise<void> {
       return Number(rows[0]?.n ?? 0);
     };
 
-    const startOurs = (name: string, cpu: number | null, nodeFlags: string[] = []) =>
+    const startOurs = (name: string, cpu: number | null, nodeFlags: string[] = [], env: Record<string, string> = {}) =>
       startService(name, {
         mainJs,
         cpu,
@@ -149,11 +151,15 @@ async function main(): Promise<void> {
           RATE_LIMIT_REGISTER_PER_MINUTE: UNLIMITED,
           RATE_LIMIT_EMAIL_PER_15_MINUTES: UNLIMITED,
           RATE_LIMIT_IP_PER_MINUTE: UNLIMITED,
+          ...env,
         },
       });
     const startBare = (name: string, file: string) => startBareServer(name, path.join(__dirname, file), serverCpu);
 
     const ours = await startOurs('our service', serverCpu);
+    // The same service counting every answer for Prometheus (METRICS_PORT set): its cost is the
+    // ratio of the two, round by round.
+    const oursMetrics = await startOurs('our service with METRICS_PORT', serverCpu, [], { METRICS_PORT: String(await freePort()) });
     // Login is measured on an unpinned instance: taskset pins every thread of a process, and
     // bcrypt runs on libuv's thread pool, which should have both cores, as bare bcrypt does.
     const oursLogin = serverCpu === null ? ours : await startOurs('our service (unpinned, for login)', null);
@@ -188,6 +194,8 @@ async function main(): Promise<void> {
       express: target('bare Express 5  GET /v1/ping', express, '/v1/ping'),
       ping: target('ours            GET /v1/ping', ours, '/v1/ping'),
       me: target('ours            GET /v1/auth/me', ours, '/v1/auth/me', { auth: meHeaders.Authorization }),
+      pingMetrics: target('ours, metrics on  GET /v1/ping', oursMetrics, '/v1/ping'),
+      meMetrics: target('ours, metrics on  GET /v1/auth/me', oursMetrics, '/v1/auth/me', { auth: meHeaders.Authorization }),
       // Login and bcrypt use the thread pool on every core: neither is pinned.
       login: target('ours            POST /v1/auth/login', oursLogin, '/v1/auth/login', { method: 'POST', body: loginBody, connections: opts.loginConnections, cpu: null }),
     };
@@ -202,14 +210,14 @@ async function main(): Promise<void> {
     const pingXacts = await transactionsPerRequest(t.ping.url, {}, CHECK_N, dbXacts);
     console.log(`    GET /v1/ping ${pingXacts.toFixed(3)}, GET /v1/auth/me ${meXacts.toFixed(3)}\n`);
 
-    const order = [t.node, t.express, t.ping, t.me, t.login];
+    const order = [t.node, t.express, t.ping, t.me, t.pingMetrics, t.meMetrics, t.login];
     if (opts.warmup > 0) {
       console.log(`warm-up: ${opts.warmup} s each`);
       for (const target of order) await runWrk(target, opts.warmup);
     }
     const rows = new Map<Target, Row[]>(order.map((target) => [target, []]));
     const bcryptRuns: BcryptResult[] = [];
-    const roundRatios = { ping: [] as number[], me: [] as number[], login: [] as number[] };
+    const roundRatios = { ping: [] as number[], me: [] as number[], login: [] as number[], pingMetrics: [] as number[], meMetrics: [] as number[] };
     for (let round = 1; round <= opts.rounds; round++) {
       console.log(`round ${round}/${opts.rounds}:`);
       // Rotate the order so that no target always runs first (or right after login's CPU burst).
@@ -228,6 +236,8 @@ async function main(): Promise<void> {
       roundRatios.ping.push(got.get(t.ping)!.rps / ex);
       roundRatios.me.push(got.get(t.me)!.rps / ex);
       roundRatios.login.push(got.get(t.login)!.rps / b.ops_per_s);
+      roundRatios.pingMetrics.push(got.get(t.pingMetrics)!.rps / got.get(t.ping)!.rps);
+      roundRatios.meMetrics.push(got.get(t.meMetrics)!.rps / got.get(t.me)!.rps);
     }
 
     // -----------------------------------------------------------------------------------------
@@ -237,6 +247,8 @@ async function main(): Promise<void> {
       ping: medianRow(rows.get(t.ping)!),
       me: medianRow(rows.get(t.me)!),
       login: medianRow(rows.get(t.login)!),
+      pingMetrics: medianRow(rows.get(t.pingMetrics)!),
+      meMetrics: medianRow(rows.get(t.meMetrics)!),
     };
     const bcrypt = medianBy(bcryptRuns, (b) => b.ops_per_s);
     const pingRatio = median(roundRatios.ping);
@@ -255,6 +267,9 @@ async function main(): Promise<void> {
     console.log(line(r.ping.label, r.ping.rps, r.ping.p50ms, r.ping.p99ms, `${pingRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.pingVsExpress})`, r.ping.cpuUs));
     console.log(line(r.me.label, r.me.rps, r.me.p50ms, r.me.p99ms, `${meRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.meVsExpressPing})${meNote}`, r.me.cpuUs));
     console.log(line(r.login.label, r.login.rps, r.login.p50ms, r.login.p99ms, `${loginRatio.toFixed(2)} of bare bcrypt        (aim ≥ ${AIMS.loginVsBcrypt})${loginNote}`, r.login.cpuUs));
+    const cost = (ratio: number) => `${((1 - ratio) * 100).toFixed(1)} % cost (aim under 3 %)`;
+    console.log(line(r.pingMetrics.label, r.pingMetrics.rps, r.pingMetrics.p50ms, r.pingMetrics.p99ms, `${median(roundRatios.pingMetrics).toFixed(3)} of ours ping: ${cost(median(roundRatios.pingMetrics))}`, r.pingMetrics.cpuUs));
+    console.log(line(r.meMetrics.label, r.meMetrics.rps, r.meMetrics.p50ms, r.meMetrics.p99ms, `${median(roundRatios.meMetrics).toFixed(3)} of ours /me: ${cost(median(roundRatios.meMetrics))}`, r.meMetrics.cpuUs));
     console.log(line(`bare bcrypt.compare (cost ${BCRYPT_COST})`, bcrypt.ops_per_s, bcrypt.p50_ms, bcrypt.p99_ms, 'ops/s: the login ceiling'));
     for (const row of Object.values(r)) if (row.errors > 0) console.log(`WARNING: ${row.label}: ${row.errors} socket errors or non-2xx answers over the rounds`);
 

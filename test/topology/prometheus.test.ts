@@ -40,7 +40,8 @@ async function query(expr: string): Promise<{ metric: Record<string, string>; va
 beforeAll(async () => {
   if (!fs.existsSync(PROMETHEUS)) throw new Error(`No Prometheus at ${PROMETHEUS}: install Debian's prometheus (apt-get install -y prometheus); .ci/run does`);
   for (let i = 0; i < 2; i++) {
-    const t = await startTestApp();
+    // METRICS_PORT turns the counting on (main.ts listens on it; here the test makes the listener).
+    const t = await startTestApp({ METRICS_PORT: '0' });
     const api = http.createServer(t.server);
     const metrics = metricsServer(t.ctx.metrics);
     instances.push({ t, api, metrics });
@@ -110,4 +111,18 @@ it('counts every request by operation across two instances, and answers a latenc
   expect(p99).toBeLessThanOrEqual(10);
   // Nothing is in flight once every answer is written.
   expect((await query('sum(http_requests_in_flight)'))[0]!.value[1]).toBe('0');
+});
+
+it('counts nothing without METRICS_PORT: the request path has no metrics work at all', async () => {
+  const t = await startTestApp();
+  try {
+    expect(t.ctx.config.metricsPort).toBeNull();
+    await t.http.get('/v1/ping').expect(200);
+    const text = await t.ctx.metrics.registry.metrics();
+    expect(text).toContain('# TYPE http_requests_total counter');
+    expect(text).not.toMatch(/^http_requests_total\{/m);
+    expect(text).not.toMatch(/^http_request_duration_seconds_count\{/m);
+  } finally {
+    await t.close();
+  }
 });
