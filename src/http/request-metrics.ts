@@ -1,19 +1,36 @@
 // Every answer counted and timed for Prometheus (src/platform/metrics.ts), labelled by the
 // operationId the router found ("unmatched" for a 404 or 405 path): never the raw path, which
-// would make a series per id. One listener per response, shared: no closure per request.
+// would make a series per id. Cheap on the request path: one listener shared by every response
+// (no closure per request), and each label set's counter and histogram looked up once, then kept
+// (prom-client hashes the labels on every call otherwise).
 import type { Response } from 'express';
 import type { Metrics } from '../platform/metrics';
 
 const STARTED = Symbol('metricsStartedAt');
 type Timed = Response & { [STARTED]?: bigint };
 
+interface Series {
+  count: { inc(): void };
+  duration: { observe(seconds: number): void };
+}
+
 export function measureRequests(metrics: Metrics): (res: Response) => void {
+  const series = new Map<string, Series>();
+  function seriesOf(operation: string, method: string, statusClass: string): Series {
+    const key = `${operation} ${method} ${statusClass}`;
+    let found = series.get(key);
+    if (!found) {
+      found = { count: metrics.httpRequests.labels(operation, method, statusClass), duration: metrics.httpDuration.labels(operation) };
+      series.set(key, found);
+    }
+    return found;
+  }
   function finished(this: Timed) {
     metrics.httpInFlight.dec();
     const operation = (this.locals.operationId as string | undefined) ?? 'unmatched';
-    const seconds = Number(process.hrtime.bigint() - this[STARTED]!) / 1e9;
-    metrics.httpRequests.inc({ operation, method: this.req.method, status_class: `${Math.floor(this.statusCode / 100)}xx` });
-    metrics.httpDuration.observe({ operation }, seconds);
+    const s = seriesOf(operation, this.req.method, STATUS_CLASSES[Math.floor(this.statusCode / 100)] ?? 'other');
+    s.count.inc();
+    s.duration.observe(Number(process.hrtime.bigint() - this[STARTED]!) / 1e9);
   }
   return (res: Timed) => {
     res[STARTED] = process.hrtime.bigint();
@@ -21,3 +38,5 @@ export function measureRequests(metrics: Metrics): (res: Response) => void {
     res.once('close', finished);
   };
 }
+
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
