@@ -6,8 +6,6 @@
 import type { Response } from 'express';
 import type { Metrics } from '../platform/metrics';
 
-const STARTED = Symbol('metricsStartedAt');
-type Timed = Response & { [STARTED]?: bigint };
 
 interface Series {
   count: { inc(): void };
@@ -25,15 +23,17 @@ export function measureRequests(metrics: Metrics): (res: Response) => void {
     }
     return found;
   }
-  function finished(this: Timed) {
+  function finished(this: Response) {
     metrics.httpInFlight.dec();
     const operation = (this.locals.operationId as string | undefined) ?? 'unmatched';
     const s = seriesOf(operation, this.req.method, STATUS_CLASSES[Math.floor(this.statusCode / 100)] ?? 'other');
     s.count.inc();
-    s.duration.observe(Number(process.hrtime.bigint() - this[STARTED]!) / 1e9);
+    s.duration.observe(Number(process.hrtime.bigint() - (this.locals.startedAt as bigint)) / 1e9);
   }
-  return (res: Timed) => {
-    res[STARTED] = process.hrtime.bigint();
+  // The start goes in res.locals (there already): a new property on every response would change
+  // the shape V8 keeps for responses.
+  return (res: Response) => {
+    res.locals.startedAt = process.hrtime.bigint();
     metrics.httpInFlight.inc();
     res.once('close', finished);
   };
