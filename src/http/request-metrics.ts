@@ -1,7 +1,7 @@
 // Every answer counted and timed for Prometheus (src/platform/metrics.ts), labelled by the
 // operationId the router found ("unmatched" for a 404 or 405 path): never the raw path, which
-// would make a series per id. Cheap on the request path: one listener shared by every response
-// (no closure per request), and each label set's counter and histogram looked up once, then kept
+// would make a series per id. Cheap on the request path: one handler function shared by every response
+// (`once` adds only its small wrapper), and each label set's counter and histogram looked up once, then kept
 // (prom-client hashes the labels on every call otherwise).
 import type { Response } from 'express';
 import type { Metrics } from '../platform/metrics';
