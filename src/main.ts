@@ -9,6 +9,8 @@
 // The account commands work on DATABASE_URL, else on the embedded database `npm start` made under
 // DATA_DIR; without either they refuse, naming DATABASE_URL. `npm run grant-operator` runs the
 // same through tsx in a checkout; the Docker image has only the compiled form.
+// First: with OTEL_* set it starts tracing, which must patch pg, ioredis and http before they load.
+import { shutdownTracing } from './platform/tracing';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { createDatabase, hasTable, migrateLatest, type Db } from './platform/database';
@@ -192,6 +194,7 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
     await app.instance.stop(); // stopped_at: a clean shutdown, not a crash
     await Promise.allSettled([db.destroy(), redis.quit().catch(() => redis.disconnect())]);
     if (embedded) await embedded.stop().catch(() => undefined);
+    await shutdownTracing().catch(() => undefined); // exports the spans still buffered (the last requests' and jobs')
     logger.info('stopped');
     process.exit(0);
   };
