@@ -16,6 +16,7 @@ import * as releasesAndInstances from './20261125030000_releases_and_instances';
 import * as socialSignIn from './20261126000000_social_sign_in';
 import * as operatorsAndAppRolePassword from './20261126100000_operators_and_app_role_password';
 import * as erasureIgnoresCase from './20261126110000_erasure_ignores_case';
+import * as jobRunTraceparent from './20261127000000_job_run_traceparent';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
@@ -32,6 +33,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126000000_social_sign_in': socialSignIn,
   '20261126100000_operators_and_app_role_password': operatorsAndAppRolePassword,
   '20261126110000_erasure_ignores_case': erasureIgnoresCase,
+  '20261127000000_job_run_traceparent': jobRunTraceparent,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

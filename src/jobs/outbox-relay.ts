@@ -14,6 +14,7 @@ import type { JobRegistry } from './kinds';
 import * as store from './run-lifecycle-store';
 import type { JobTiming } from './timing';
 import type { DependencyReporter } from '../platform/dependencies';
+import { currentTraceparent } from '../platform/tracing';
 
 export interface OutboxRelayDeps {
   db: Db;
@@ -41,6 +42,8 @@ export class OutboxRelay {
   /** Writes runs in one statement on `db` (the caller's transaction); hand them over after commit. */
   async write(db: Db, jobs: NewJob[], by: { actor: Actor; meta?: RequestMeta }): Promise<store.JobRun[]> {
     const now = this.deps.now();
+    // The enqueuing request's (or run's) span, which the runs' attempts continue; null with tracing off.
+    const traceparent = currentTraceparent();
     return store.insertRuns(
       db,
       jobs.map(({ kind, payload, delayMs }) => {
@@ -58,6 +61,7 @@ export class OutboxRelay {
           actorKind: by.actor.kind,
           actorId: by.actor.id,
           requestId: by.meta?.requestId ?? null,
+          traceparent,
         };
       }),
     );

@@ -39,6 +39,8 @@ export interface JobRun {
   actorKind: Actor['kind'];
   actorId: string | null;
   requestId: string | null;
+  /** The W3C traceparent of the request or run that enqueued it (tracing on), which its attempts' spans continue. */
+  traceparent: string | null;
 }
 
 /** A job_runs row as pg returns it (the id is a bigint, read as a string). */
@@ -61,6 +63,7 @@ export interface JobRunRecord {
   actor_kind: JobRun['actorKind'];
   actor_id: string | null;
   request_id: string | null;
+  traceparent: string | null;
 }
 
 // The one mapping of a job_runs row to a JobRun, the /ops reads included.
@@ -84,6 +87,7 @@ export function toRun(row: JobRunRecord): JobRun {
     actorKind: row.actor_kind,
     actorId: row.actor_id,
     requestId: row.request_id,
+    traceparent: row.traceparent,
   };
 }
 
@@ -99,6 +103,8 @@ export interface NewRun {
   actorKind: Actor['kind'];
   actorId: string | null;
   requestId: string | null;
+  /** Absent: none (tracing off, or no span enqueued it). */
+  traceparent?: string | null;
 }
 
 // Ids are drawn in the statement's first step, beside each row's position in the input
@@ -109,11 +115,11 @@ const INSERT_RUNS = prepared(
   'job_runs.insert',
   `with v as materialized (
      select nextval('job_runs_id_seq') as id, u.*
-     from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[])
-       with ordinality as u(kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id, position)
+     from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[], $13::text[])
+       with ordinality as u(kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id, traceparent, position)
    ), inserted as (
-     insert into job_runs (id, kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id)
-     select id, kind, queue, priority, state, max_attempts, timeout_ms, payload::jsonb, created_at, scheduled_at, actor_kind, actor_id, request_id from v
+     insert into job_runs (id, kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id, traceparent)
+     select id, kind, queue, priority, state, max_attempts, timeout_ms, payload::jsonb, created_at, scheduled_at, actor_kind, actor_id, request_id, traceparent from v
    )
    select position, id from v`,
 );
@@ -137,6 +143,7 @@ export async function insertRuns(db: Db, runs: NewRun[]): Promise<JobRun[]> {
     column((r) => r.actorKind),
     column((r) => r.actorId),
     column((r) => r.requestId),
+    column((r) => r.traceparent ?? null),
   ]);
   // Each id goes to the input row at its position (1-based); the rest of each row is what was sent.
   const ids = new Array<number>(runs.length);
@@ -160,6 +167,7 @@ export async function insertRuns(db: Db, runs: NewRun[]): Promise<JobRun[]> {
     actorKind: run.actorKind,
     actorId: run.actorId,
     requestId: run.requestId,
+    traceparent: run.traceparent ?? null,
   }));
 }
 
@@ -230,7 +238,7 @@ export function payloadCleared(run: JobRun): 'secret' | 'erased' | null {
 }
 
 /** What a worker needs of a run it starts. */
-export type StartedRun = Pick<JobRun, 'id' | 'kind' | 'attempt' | 'maxAttempts' | 'timeoutMs' | 'payload'>;
+export type StartedRun = Pick<JobRun, 'id' | 'kind' | 'attempt' | 'maxAttempts' | 'timeoutMs' | 'payload' | 'traceparent'>;
 
 // Every right-hand side sees the row as it was before this update.
 const SPENT = "r.state = 'running' and r.attempt >= r.max_attempts";
@@ -254,11 +262,11 @@ const WRITE_ATTEMPTS = prepared(
        payload = case when ${SPENT} then ${withoutSecret('r.payload')} else r.payload end,
        handed_over_at = coalesce(r.handed_over_at, $3)
      where r.id = any($1::bigint[]) and r.state in ('scheduled', 'available', 'retryable', 'running')
-     returning r.id, r.kind, r.state, r.attempt, r.max_attempts, r.timeout_ms, r.payload
+     returning r.id, r.kind, r.state, r.attempt, r.max_attempts, r.timeout_ms, r.payload, r.traceparent
    )
-   select id, kind, state, attempt, max_attempts, timeout_ms, payload from started
+   select id, kind, state, attempt, max_attempts, timeout_ms, payload, traceparent from started
    union all
-   select id, null, 'completed', null, null, null, null from completed`,
+   select id, null, 'completed', null, null, null, null, null from completed`,
 );
 
 /**
@@ -281,7 +289,15 @@ export async function writeAttempts(
     const id = Number(row.id);
     if (row.kind === null) completed.add(id);
     else if (row.state === 'running') {
-      started.set(id, { id, kind: row.kind, attempt: row.attempt, maxAttempts: row.max_attempts, timeoutMs: row.timeout_ms, payload: row.payload });
+      started.set(id, {
+        id,
+        kind: row.kind,
+        attempt: row.attempt,
+        maxAttempts: row.max_attempts,
+        timeoutMs: row.timeout_ms,
+        payload: row.payload,
+        traceparent: row.traceparent,
+      });
     } // else discarded: its last attempt was the one that stalled
   }
   return { started, completed };

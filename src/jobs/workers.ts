@@ -14,6 +14,7 @@ import { WriteBatcher } from './write-batcher';
 import { bullJobId } from './bull';
 import { isConnectionFailure } from '../platform/dependencies';
 import { redisConnectionOptions } from '../platform/redis';
+import { inSpan } from '../platform/tracing';
 
 /** What the job system was built with (its timing resolved), and the two parts workers call. */
 export type WorkersDeps<App> = Omit<JobSystemOptions<App>, 'timing'> & {
@@ -86,6 +87,15 @@ export class Workers<App> {
     }
     const run = (await this.attemptWrites.write(runId, 'start')) as store.StartedRun | null;
     if (!run) return; // cancelled, finalized, attempts spent or unknown: nothing to do
+    // A span per attempt whose parent is the enqueuing request's: one trace shows the request, the
+    // run and what the handler did (mail, queries). With tracing off, just the attempt.
+    const attributes = { 'job.run_id': run.id, 'job.kind': run.kind, 'job.attempt': run.attempt };
+    return inSpan(`job ${run.kind}`, { kind: 'consumer', parent: run.traceparent, attributes }, () => this.attempt(job, run, signal));
+  }
+
+  /** One attempt of a started run: the handler under a timeout and cancel signal, then the run's end written. */
+  private async attempt(job: Job, run: store.StartedRun, signal?: AbortSignal): Promise<void> {
+    const { db, logger, now } = this.deps;
     const kind = this.deps.registry.get(run.kind);
     // One signal for the handler: the timeout, or BullMQ's cancel (AbortSignal.any costs more per job).
     const abort = new AbortController();

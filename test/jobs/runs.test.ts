@@ -279,7 +279,7 @@ describe('state transitions', () => {
 
   it('writeAttempts moves a waiting run to running and leaves finalized runs alone', async () => {
     const run = await t.ctx.jobs.enqueue(t.ctx.db, 'test.succeeds', {}, system);
-    expect(await startOne(run.id)).toEqual({ id: run.id, kind: 'test.succeeds', attempt: 1, maxAttempts: 3, timeoutMs: 5_000, payload: {} });
+    expect(await startOne(run.id)).toEqual({ id: run.id, kind: 'test.succeeds', attempt: 1, maxAttempts: 3, timeoutMs: 5_000, payload: {}, traceparent: null });
     expect(await apiRun(run.id)).toMatchObject({ state: 'running', attempt: 1, errors: [] });
     // A started run was handed over, whatever the producer managed to mark.
     expect((await t.ctx.db('job_runs').where({ id: run.id }).first()).handed_over_at).not.toBeNull();
