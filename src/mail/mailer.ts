@@ -2,6 +2,7 @@
 // only logs that a message went out: to whom, with which subject. Bodies (they may hold one-time codes) are never logged.
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Logger } from '../logger';
+import { inSpan, tracingEnabled } from '../platform/tracing';
 
 export interface MailContent {
   subject: string;
@@ -85,8 +86,19 @@ export class Mailer {
       this.logger.info('mail (log transport, not sent)', { to: message.to, subject: message.subject, job_run_id: jobRunId });
       return { messageId: null };
     }
-    const info = await this.transporter.sendMail({ from: this.settings.from, ...message });
+    const info = await this.sendSmtp(this.transporter, message);
     return { messageId: info.messageId ?? null };
+  }
+
+  /**
+   * nodemailer has no OpenTelemetry instrumentation: the send is a span of its own (under the job's),
+   * naming the server only, never the addresses, subject or body. With tracing off, just the send.
+   */
+  private sendSmtp(transporter: Transporter, message: MailMessage) {
+    const send = () => transporter.sendMail({ from: this.settings.from, ...message });
+    if (!tracingEnabled) return send();
+    const { host, port } = this.describe();
+    return inSpan('smtp send', { kind: 'client', attributes: { 'server.address': host ?? '', 'server.port': port ?? 0, 'network.protocol.name': 'smtp' } }, send);
   }
 
   close(): void {
