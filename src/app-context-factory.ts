@@ -15,6 +15,7 @@ import { retentionEnforce } from './retention/enforce-job';
 import { Mailer } from './mail/mailer';
 import { Services } from './services';
 import { Metrics } from './platform/metrics';
+import { countCommandErrors, countQueryErrors, poolSizes } from './platform/metric-sources';
 import { InstanceRegistry } from './releases/registry';
 import { RuntimeSettings } from './settings/runtime';
 import { SocialProviders } from './social/providers';
@@ -37,15 +38,16 @@ export function buildAppContext(parts: {
   jobTiming?: Partial<JobTiming>;
 }): AppContext {
   const now = parts.now ?? (() => new Date());
+  const metrics = new Metrics();
   const app = {
     config: parts.config,
     logger: parts.logger,
     db: parts.db,
     redis: parts.redis,
     contract: loadContract(),
-    mailer: new Mailer(parts.config.mail, parts.logger),
+    mailer: new Mailer(parts.config.mail, parts.logger, metrics),
     now,
-    metrics: new Metrics(),
+    metrics,
     state: { databaseReady: false, shuttingDown: false },
     socialProviders: new SocialProviders(parts.config.social, parts.logger),
     instance: new InstanceRegistry({ build: parts.config.build, db: () => app.db, logger: parts.logger, now }),
@@ -65,6 +67,7 @@ export function buildAppContext(parts: {
     registry: new JobRegistry([...jobKinds, ...(parts.extraJobKinds ?? [])]),
     app: () => app,
     logger: parts.logger,
+    metrics,
     now,
     concurrency: parts.config.jobConcurrency,
     timing: parts.jobTiming,
@@ -77,5 +80,14 @@ export function buildAppContext(parts: {
     logger: parts.logger,
   });
   app.services = new Services(app);
+  countQueryErrors(parts.db, metrics);
+  countCommandErrors(parts.redis, metrics);
+  // Read when Prometheus scrapes; app.db may be swapped by a test, so it is read then too.
+  metrics.observe({
+    pool: () => poolSizes(app.db),
+    dependencies: () => app.dependencies.states(),
+    queueDepths: () => app.jobs.queueDepths(),
+    outbox: () => app.jobs.outbox(),
+  });
   return app;
 }

@@ -12,6 +12,8 @@ export interface ErrorExtra {
   errors?: ValidationIssue[];
   headers?: Record<string, string>;
   fields?: Record<string, unknown>;
+  /** A 429's spent limit, for the metrics (never in the body). */
+  limit?: string;
 }
 
 export class AppError extends Error {
@@ -67,7 +69,7 @@ export function invalidField(location: string, message: string, detail?: string)
   return commonErrors.validation(detail, { errors: [{ location, message }] });
 }
 
-/** 429 with Retry-After. */
-export function rateLimited(retryAfterSeconds: number, detail = `Too many requests. Try again in ${retryAfterSeconds} seconds.`): AppError {
-  return commonErrors.rateLimited(detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });
+/** 429 with Retry-After; `limit` names the limit spent (counted by src/http/request-metrics.ts). */
+export function rateLimited(limit: string, retryAfterSeconds: number, detail = `Too many requests. Try again in ${retryAfterSeconds} seconds.`): AppError {
+  return commonErrors.rateLimited(detail, { headers: { 'Retry-After': String(retryAfterSeconds) }, limit });
 }

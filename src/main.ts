@@ -19,7 +19,7 @@ import { embeddedDatabaseExists, embeddedUrl, runningEmbeddedPort, startEmbedded
 import { createRedis, describeRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
-import { metricsServer } from './platform/metrics';
+import { Metrics, metricsServer } from './platform/metrics';
 import { closeAfterEachAnswer, createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
 import type { GrantOutcome, RevokeOutcome } from './accounts/operators';
 import { Services, type Platform } from './services';
@@ -250,7 +250,7 @@ function commandServices(config: Config, logger: Logger, db: Db): Services {
       },
     });
   const parts = { redis: absent('Redis'), jobs: absent('The job system'), mailer: absent('Mail'), runtimeSettings: absent('Runtime settings'), socialProviders: absent('Social sign-in') };
-  return new Services({ config, logger, db, now: () => new Date(), ...(parts as Omit<Platform, 'config' | 'logger' | 'db' | 'now'>) });
+  return new Services({ config, logger, db, now: () => new Date(), metrics: new Metrics(), ...(parts as Omit<Platform, 'config' | 'logger' | 'db' | 'now' | 'metrics'>) });
 }
 
 /** What grant-operator / revoke-operator say: a log line when done, a ConfigError (exit 1) when refused. */

@@ -19,6 +19,7 @@ import type { JobRun } from './jobs/run-lifecycle-store';
 import type { Mailer } from './mail/mailer';
 import type { RuntimeSettings } from './settings/runtime';
 import type { SocialProviders } from './social/providers';
+import type { Metrics } from './platform/metrics';
 import { AuditService } from './audit/service';
 import { SessionService } from './sessions/service';
 import { Limits } from './ratelimit/limits';
@@ -61,6 +62,7 @@ export interface Platform {
   /** The runtime settings in force (environment defaults, operators' overrides), kept current across instances. */
   runtimeSettings: RuntimeSettings;
   socialProviders: SocialProviders;
+  metrics: Metrics;
   now: () => Date;
 }
 
@@ -111,6 +113,10 @@ export class Services {
 
   get socialProviders(): SocialProviders {
     return this.platform.socialProviders;
+  }
+
+  get metrics(): Metrics {
+    return this.platform.metrics;
   }
 
   now(): Date {

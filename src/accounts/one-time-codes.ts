@@ -44,7 +44,7 @@ export class OneTimeCodes {
         meta,
       });
     }
-    throw rateLimited(state!.retryAfterSeconds, `Too many wrong codes for this account. Try again in ${state!.retryAfterSeconds} seconds.`);
+    throw rateLimited('code_failures.account', state!.retryAfterSeconds, `Too many wrong codes for this account. Try again in ${state!.retryAfterSeconds} seconds.`);
   }
 
   /** A right code does not count against the cap: its attempt is given back. */

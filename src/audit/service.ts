@@ -3,6 +3,7 @@
 // (list, one event, counts over a window); retention deletes them (pruneBefore).
 import { commonErrors, invalidField } from '../errors';
 import type { Scope } from '../platform/scope';
+import type { Metrics } from '../platform/metrics';
 import { DEFAULT_LIMIT, decodeCursor, page, type PageRequest } from '../pagination';
 import { DAY_US, HOUR_US, instantDate, isInstant, microsOf, parseInstant } from './instants';
 import { planWindow, runs, type Range, type WindowPlan } from './rollups';
@@ -39,12 +40,22 @@ const STATS_MAX_US = 366 * DAY_US;
 /** Buckets filled per statement: a statement stays far below the statement timeout. */
 const FILL_CHUNK = { hour: 24, day: 31 };
 
-type Deps = Scope;
+type Deps = Scope<{ metrics: Pick<Metrics, 'signIns'> }>;
+
+/** The outcome of a sign-in attempt each `auth.login.*` event records, for the sign-in metric. */
+const SIGN_IN_OUTCOMES: Record<string, string> = {
+  'auth.login.succeeded': 'succeeded',
+  'auth.login.failed': 'failed',
+  'auth.login.mfa_required': 'second_factor_required',
+};
 
 export class AuditService {
   constructor(private readonly s: Deps) {}
 
   record(event: store.AuditEventInput): Promise<string> {
+    // Sign-ins are counted where every method records its outcome (a registration's first session is not one).
+    const outcome = SIGN_IN_OUTCOMES[event.action];
+    if (outcome && event.data?.via !== 'register') this.s.metrics.signIns.labels(String(event.data?.method ?? 'unknown'), outcome).inc();
     return store.insertAuditEvent(this.s.db, event);
   }
 

@@ -25,6 +25,7 @@ export function problemBody(status: number, code: string, detail: string, reques
 export function sendProblem(res: Response, err: AppError): void {
   const requestId = String(res.locals.requestId ?? '');
   for (const [name, value] of Object.entries(err.extra.headers ?? {})) res.setHeader(name, value);
+  if (err.extra.limit) res.locals.rateLimit = err.extra.limit;
   res
     .status(err.status)
     .type('application/problem+json')

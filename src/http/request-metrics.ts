@@ -28,6 +28,7 @@ export function measureRequests(metrics: Metrics): (res: Response) => void {
     const operation = (this.locals.operationId as string | undefined) ?? 'unmatched';
     const s = seriesOf(operation, this.req.method, STATUS_CLASSES[Math.floor(this.statusCode / 100)] ?? 'other');
     s.count.inc();
+    if (this.statusCode === 429) metrics.rateLimited.labels((this.locals.rateLimit as string | undefined) ?? 'unknown').inc();
     s.duration.observe(Number(process.hrtime.bigint() - (this.locals.startedAt as bigint)) / 1e9);
   }
   // The start goes in res.locals (there already): a new property on every response would change

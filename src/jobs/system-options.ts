@@ -3,6 +3,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger';
 import type { DependencyReporter } from '../platform/dependencies';
+import type { Metrics } from '../platform/metrics';
 import type { RedisConfig } from '../platform/redis';
 import type { QueueName } from './config';
 import type { JobRegistry } from './kinds';
@@ -24,6 +25,8 @@ export interface JobSystemOptions<App> {
   /** What job handlers get as `ctx.app`. */
   app: () => App;
   logger: Logger;
+  /** Where attempts' ends and durations, and stalled runs, are counted. */
+  metrics: Pick<Metrics, 'jobRuns' | 'jobDuration' | 'jobStalled'>;
   now: () => Date;
   /** Jobs this process runs at once per queue (config.jobConcurrency). */
   concurrency: Record<QueueName, number>;

@@ -17,6 +17,7 @@ import { OutboxRelay, type NewJob } from './outbox-relay';
 import { Schedules } from './schedules';
 import { Signals } from './signals';
 import type * as store from './run-lifecycle-store';
+import { outboxBacklog } from './ops-reads-store';
 import type { JobSystemOptions } from './system-options';
 import { DEFAULT_TIMING, type JobTiming } from './timing';
 import { Workers } from './workers';
@@ -217,6 +218,24 @@ export class JobSystem<App = unknown> {
 
   concurrencyOf(queue: QueueName): number {
     return this.opts.concurrency[queue];
+  }
+
+  // ----- readings for metrics (read at scrape time, src/platform/metrics.ts) ---------------------
+
+  /** Jobs in each BullMQ queue by state; one round trip per queue. Waiting includes prioritized jobs (BullMQ keeps them apart). */
+  async queueDepths(): Promise<{ queue: string; waiting: number; active: number; delayed: number }[]> {
+    this.bull.assertReady();
+    return Promise.all(
+      [...this.bull.queues].map(async ([queue, q]) => {
+        const c = await q.getJobCounts('waiting', 'prioritized', 'active', 'delayed');
+        return { queue, waiting: (c.waiting ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, delayed: c.delayed ?? 0 };
+      }),
+    );
+  }
+
+  /** The outbox's backlog and the age of its oldest due run (see ops-reads-store.ts). */
+  outbox(): Promise<{ backlog: number; oldestAgeSeconds: number }> {
+    return outboxBacklog(this.opts.db, this.opts.now());
   }
 
   // ----- schedules (see schedules.ts) ------------------------------------------------------------

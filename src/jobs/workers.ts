@@ -15,6 +15,7 @@ import { bullJobId } from './bull';
 import { isConnectionFailure } from '../platform/dependencies';
 import { redisConnectionOptions } from '../platform/redis';
 import { inSpan } from '../platform/tracing';
+import type { RunOutcome } from '../platform/metrics';
 
 /** What the job system was built with (its timing resolved), and the two parts workers call. */
 export type WorkersDeps<App> = Omit<JobSystemOptions<App>, 'timing'> & {
@@ -51,6 +52,8 @@ export class Workers<App> {
         prefix: this.deps.prefix,
         concurrency: this.deps.concurrency[name],
       });
+      // This worker's stalled-job check moved a run back to waiting: it will be delivered again.
+      worker.on('stalled', () => this.deps.metrics.jobStalled.labels(name).inc());
       // Its own connection: an outage is reported to the monitor (logged once), BullMQ reconnects.
       worker.on('error', (err) => {
         if (isConnectionFailure(err)) this.deps.dependencies.failed('redis', err);
@@ -70,6 +73,12 @@ export class Workers<App> {
     for (const worker of this.workers) {
       if (worker.cancelJob(bullJobId(runId), 'cancelled by an operator')) this.cancelling.add(runId);
     }
+  }
+
+  /** Counted once the attempt's end is written (src/platform/metrics.ts). */
+  private finished(kind: string, state: RunOutcome, started: number): void {
+    this.deps.metrics.jobRuns.labels(kind, state).inc();
+    this.deps.metrics.jobDuration.labels(kind).observe((Date.now() - started) / 1000);
   }
 
   private async process(job: Job, signal?: AbortSignal): Promise<void> {
@@ -120,6 +129,7 @@ export class Workers<App> {
         }),
       ]);
       await this.attemptWrites.write(run.id, 'complete');
+      this.finished(run.kind, 'completed', started);
       logger.info('job completed', { run_id: run.id, kind: run.kind, attempt: run.attempt, duration_ms: Date.now() - started });
     } catch (err) {
       const cancelled =
@@ -129,6 +139,7 @@ export class Workers<App> {
         (await this.deps.cancelRequested(run.id).catch(() => false));
       if (cancelled) {
         await store.cancelRun(db, run.id, ['running'], now());
+        this.finished(run.kind, 'cancelled', started);
         logger.info('job cancelled while running', { run_id: run.id, kind: run.kind });
         throw new UnrecoverableError('cancelled');
       }
@@ -138,6 +149,7 @@ export class Workers<App> {
       // BullMQ retries after the same delay (its exponential backoff over `timing.backoffMs`).
       const retryAt = final ? null : new Date(at.getTime() + backoffDelay(this.deps.timing, (job.attemptsMade ?? 0) + 1));
       await store.failAttempt(db, run.id, { at: at.toISOString(), attempt: run.attempt, message: message.slice(0, 2000) }, retryAt);
+      this.finished(run.kind, final ? 'discarded' : 'retryable', started);
       logger.warn(final ? 'job discarded' : 'job attempt failed; will retry', { run_id: run.id, kind: run.kind, attempt: run.attempt, error: message });
       throw final ? new UnrecoverableError(message) : new Error(message);
     } finally {

@@ -3,6 +3,7 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Logger } from '../logger';
 import { inSpan, tracingEnabled } from '../platform/tracing';
+import type { Metrics } from '../platform/metrics';
 
 export interface MailContent {
   subject: string;
@@ -54,6 +55,7 @@ export class Mailer {
   constructor(
     private readonly settings: MailSettings,
     private readonly logger: Logger,
+    private readonly metrics: Pick<Metrics, 'mail'>,
   ) {
     const transport = settings.transport ?? (settings.smtpUrl ? 'smtp' : 'log');
     this.transporter = transport === 'smtp' && settings.smtpUrl ? createSmtpTransport(settings.smtpUrl) : null;
@@ -86,7 +88,11 @@ export class Mailer {
       this.logger.info('mail (log transport, not sent)', { to: message.to, subject: message.subject, job_run_id: jobRunId });
       return { messageId: null };
     }
-    const info = await this.sendSmtp(this.transporter, message);
+    const info = await this.sendSmtp(this.transporter, message).catch((err: unknown) => {
+      this.metrics.mail.labels('failed').inc();
+      throw err;
+    });
+    this.metrics.mail.labels('sent').inc();
     return { messageId: info.messageId ?? null };
   }
 

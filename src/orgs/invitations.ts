@@ -143,7 +143,7 @@ export class InvitationService {
     await this.s.orgs.inOrg(this.s, caller.userId, orgId, 'invitations.manage', ({ tx }) => check(tx));
     const [state] = await this.s.limits.count([attempt]);
     if (state!.spent) {
-      throw rateLimited(state!.retryAfterSeconds, `${what}. Try again in ${state!.retryAfterSeconds} seconds.`);
+      throw rateLimited(attempt.limit, state!.retryAfterSeconds, `${what}. Try again in ${state!.retryAfterSeconds} seconds.`);
     }
   }
 

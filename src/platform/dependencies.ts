@@ -3,6 +3,7 @@
 import type { Logger } from '../logger';
 
 export type Dependency = 'database' | 'redis';
+const DEPENDENCIES: Dependency[] = ['database', 'redis'];
 
 /** Thrown by our own code when it knows a dependency is unreachable without asking it. */
 export class DependencyUnavailable extends Error {
@@ -91,6 +92,8 @@ export interface DependencyMonitorOptions {
  */
 export class DependencyMonitor {
   private readonly outages = new Map<Dependency, Outage>();
+  /** Milliseconds of the outages that have ended, per dependency (metrics). */
+  private readonly downMs = new Map<Dependency, number>();
   private stopped = false;
 
   constructor(private readonly opts: DependencyMonitorOptions) {}
@@ -123,7 +126,17 @@ export class DependencyMonitor {
     if (!outage) return;
     if (outage.probe) clearTimeout(outage.probe);
     this.outages.delete(dependency);
+    this.downMs.set(dependency, (this.downMs.get(dependency) ?? 0) + Date.now() - outage.since);
     this.opts.logger.info('dependency back', { dependency, outage_ms: Date.now() - outage.since, refused_requests: outage.refused });
+  }
+
+  /** Each dependency: up or not, and its seconds of outage since start (the one under way included). */
+  states(): { name: Dependency; up: boolean; outageSeconds: number }[] {
+    const now = Date.now();
+    return DEPENDENCIES.map((name) => {
+      const outage = this.outages.get(name);
+      return { name, up: !outage, outageSeconds: ((this.downMs.get(name) ?? 0) + (outage ? now - outage.since : 0)) / 1000 };
+    });
   }
 
   stop(): void {

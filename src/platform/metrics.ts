@@ -1,12 +1,32 @@
 // Prometheus metrics (prom-client), one registry per instance: tests run several instances in one
 // process, so nothing goes to prom-client's global registry. Counters and histograms are updated
-// in place as requests finish; the text format is written only when Prometheus scrapes
-// (`metricsServer`, on METRICS_PORT: a listener of its own, never the public one).
+// in place where things happen (no query, no Redis call per request); what lives elsewhere (pool
+// sizes, dependency states, queue depths, the outbox) is read when Prometheus scrapes, through
+// the readers the composition root gives `observe`, the slow ones behind a short cache. The text
+// format is written only on a scrape (`metricsServer`, on METRICS_PORT: a listener of its own,
+// never the public one). README "Metrics" says what each one means.
 import http from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** An API's latencies: 1 ms to 10 s. */
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** A job attempt's: 5 ms to 15 minutes (a kind's timeout may be long). */
+const JOB_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
+
+/** A job attempt's end, as workers.ts records it. */
+export type RunOutcome = 'completed' | 'retryable' | 'discarded' | 'cancelled';
+
+/** What a scrape reads from the parts that hold it (src/app-context-factory.ts wires them). */
+export interface MetricReaders {
+  pool: () => { used: number; free: number; pending: number };
+  /** Each dependency: whether it answers now, and its seconds of outage since start. */
+  dependencies: () => { name: string; up: boolean; outageSeconds: number }[];
+  queueDepths: () => Promise<{ queue: string; waiting: number; active: number; delayed: number }[]>;
+  outbox: () => Promise<{ backlog: number; oldestAgeSeconds: number }>;
+}
+
+/** How long a scrape reuses a slow reading (Redis, the database): two instances scraped every second cost one call each per period. */
+const SLOW_READING_TTL_MS = 5_000;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -33,10 +53,150 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly rateLimited = new Counter({
+    name: 'http_rate_limited_total',
+    help: 'Requests refused with 429, by the limit that was spent (src/ratelimit/limits.ts names them; "ip" is the per-IP ceiling).',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
+  readonly dbQueryErrors = new Counter({
+    name: 'db_query_errors_total',
+    help: 'PostgreSQL statements that failed: reason "unavailable" (connection lost, timeout, server going away) or "error" (any other, constraint violations included).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly redisErrors = new Counter({
+    name: 'redis_command_errors_total',
+    help: 'Redis commands of the main connection that failed: reason "unavailable" (no connection, timeout, READONLY after a failover) or "error".',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly jobRuns = new Counter({
+    name: 'job_runs_finished_total',
+    help: 'Job attempts that ended on this instance, by kind and state (completed, retryable, discarded, cancelled).',
+    labelNames: ['kind', 'state'] as const,
+    registers: [this.registry],
+  });
+
+  readonly jobDuration = new Histogram({
+    name: 'job_run_duration_seconds',
+    help: 'Time a job attempt ran, by kind.',
+    labelNames: ['kind'] as const,
+    buckets: JOB_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly jobStalled = new Counter({
+    name: 'job_runs_stalled_total',
+    help: 'Runs found stalled (their worker stopped renewing its lock: killed, or its event loop blocked) and re-delivered, by queue.',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
+
+  readonly mail = new Counter({
+    name: 'mail_messages_total',
+    help: 'Mail delivery attempts, by outcome (sent, failed). A failed attempt is retried by its job.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly signIns = new Counter({
+    name: 'sign_ins_total',
+    help: 'Sign-in attempts by first-factor method (password, passkey, google, github) and outcome (succeeded, failed, second_factor_required).',
+    labelNames: ['method', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  /** Starts the gauges read at scrape time, from `readers`. */
+  observe(readers: MetricReaders): void {
+    const registers = [this.registry];
+    const pool = (name: string, help: string, pick: (p: ReturnType<MetricReaders['pool']>) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(pick(readers.pool()));
+        },
+      });
+    pool('db_pool_connections_in_use', 'PostgreSQL connections of the pool lent out now.', (p) => p.used);
+    pool('db_pool_connections_idle', 'PostgreSQL connections of the pool open and free.', (p) => p.free);
+    pool('db_pool_requests_waiting', 'Requests waiting for a connection of the pool.', (p) => p.pending);
+    new Gauge({
+      name: 'dependency_up',
+      help: 'Whether a dependency (database, redis) answers, as the dependency monitor knows it: 1 up, 0 down.',
+      labelNames: ['dependency'],
+      registers,
+      collect() {
+        for (const d of readers.dependencies()) this.set({ dependency: d.name }, d.up ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'dependency_outage_seconds_total',
+      help: 'Seconds a dependency has been down since this instance started, the outage under way included.',
+      labelNames: ['dependency'],
+      registers,
+      collect() {
+        this.reset();
+        for (const d of readers.dependencies()) this.inc({ dependency: d.name }, d.outageSeconds);
+      },
+    });
+    const depths = cached(readers.queueDepths, SLOW_READING_TTL_MS);
+    new Gauge({
+      name: 'job_queue_depth',
+      help: 'Jobs in each BullMQ queue by state (waiting, active, delayed), read at scrape (cached 5 s). The same for every instance: aggregate with max, not sum.',
+      labelNames: ['queue', 'state'],
+      registers,
+      async collect() {
+        for (const q of await depths().catch(() => [])) {
+          this.set({ queue: q.queue, state: 'waiting' }, q.waiting);
+          this.set({ queue: q.queue, state: 'active' }, q.active);
+          this.set({ queue: q.queue, state: 'delayed' }, q.delayed);
+        }
+      },
+    });
+    const outbox = cached(readers.outbox, SLOW_READING_TTL_MS);
+    new Gauge({
+      name: 'job_outbox_backlog',
+      help: 'Runs due and committed that no worker has started and the sweeper has not seen in BullMQ yet (cached 5 s; the same for every instance).',
+      registers,
+      async collect() {
+        const o = await outbox().catch(() => null);
+        if (o) this.set(o.backlog);
+      },
+    });
+    new Gauge({
+      name: 'job_outbox_oldest_age_seconds',
+      help: 'How long the oldest run of the outbox backlog has been due, 0 when there is none (cached 5 s).',
+      registers,
+      async collect() {
+        const o = await outbox().catch(() => null);
+        if (o) this.set(o.oldestAgeSeconds);
+      },
+    });
+  }
+
   /** Default process metrics (CPU, memory, event loop lag, handles) only where something scrapes them. */
   collectProcessMetrics(): void {
     collectDefaultMetrics({ register: this.registry });
   }
+}
+
+/** `read`, called at most once per `ttlMs` (concurrent callers share one call); a failure is not kept. */
+function cached<T>(read: () => Promise<T>, ttlMs: number): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | null = null;
+  return () => {
+    if (last && Date.now() - last.at < ttlMs) return last.value;
+    const value = read();
+    const entry = (last = { at: Date.now(), value });
+    value.catch(() => {
+      if (last === entry) last = null;
+    });
+    return value;
+  };
 }
 
 /** GET /metrics in the Prometheus text format; everything else 404. */

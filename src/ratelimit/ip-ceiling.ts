@@ -153,6 +153,6 @@ export function ipCeiling(app: { config: Config; redis: RedisClient; dependencie
     const retryAfter = Math.max(1, Math.ceil(resetInMs / 1000));
     const fields = rateLimitFields([{ limit: 'ip', max, windowSeconds: WINDOW_MS / 1000, used: count, resetSeconds: retryAfter }]);
     for (const name in fields) res.setHeader(name, fields[name]!);
-    next(rateLimited(retryAfter, `Too many requests from this address. Try again in ${retryAfter} seconds.`));
+    next(rateLimited('ip', retryAfter, `Too many requests from this address. Try again in ${retryAfter} seconds.`));
   };
 }

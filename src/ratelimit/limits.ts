@@ -88,8 +88,8 @@ export class Limits {
   /** Counts one attempt against each limit (one round trip); 429 when any of them is spent. */
   async hit(...attempts: Attempt[]): Promise<LimitState[]> {
     const states = await this.count(attempts);
-    const over = states.filter((s) => s.spent);
-    if (over.length) throw rateLimited(Math.max(...over.map((s) => s.retryAfterSeconds)));
+    const first = states.findIndex((s) => s.spent);
+    if (first >= 0) throw rateLimited(attempts[first]!.limit, Math.max(...states.filter((s) => s.spent).map((s) => s.retryAfterSeconds)));
     return states;
   }
 

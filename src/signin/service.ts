@@ -173,7 +173,7 @@ export class SignInService {
     });
     if (outcome.kind === 'invalid_challenge') throw mfaErrors.invalidChallenge();
     if (outcome.kind === 'wrong') {
-      if (outcome.left <= 0) throw rateLimited(0, 'Too many wrong codes. Sign in again.');
+      if (outcome.left <= 0) throw rateLimited('mfa_challenge', 0, 'Too many wrong codes. Sign in again.');
       const what = method === 'passkey' ? 'The passkey could not be verified.' : 'The code is wrong.';
       throw accountErrors.invalidCode(`${what} ${outcome.left} ${outcome.left === 1 ? 'try' : 'tries'} left.`);
     }

@@ -111,6 +111,7 @@ describe('schedules in BullMQ', () => {
         db: t.ctx.db,
         redis: t.ctx.config.redis,
         dependencies: t.ctx.dependencies,
+        metrics: t.ctx.metrics,
         prefix: `${t.ctx.config.redisPrefix}bull`,
         registry: new JobRegistry(jobKinds),
         app: () => t.ctx,

@@ -12,6 +12,8 @@ import { startTestApp, type TestApp } from '../support/test-app';
 import { freePort } from '../support/ports';
 import { waitFor } from '../support/wait';
 import { metricsServer } from '../../src/platform/metrics';
+import { TestSmtpServer } from '../support/smtp';
+import { PASSWORD, uniqueEmail } from '../support/accounts';
 
 const PROMETHEUS = '/usr/bin/prometheus';
 jest.setTimeout(90_000);
@@ -26,6 +28,7 @@ const listen = (server: http.Server) => new Promise<number>((resolve) => server.
 const close = (server: http.Server) => new Promise<void>((resolve) => server.close(() => resolve()));
 
 let instances: Instance[] = [];
+let smtp: TestSmtpServer | null = null;
 let prometheus: ChildProcess | null = null;
 let dir = '';
 let promUrl = '';
@@ -39,9 +42,14 @@ async function query(expr: string): Promise<{ metric: Record<string, string>; va
 
 beforeAll(async () => {
   if (!fs.existsSync(PROMETHEUS)) throw new Error(`No Prometheus at ${PROMETHEUS}: install Debian's prometheus (apt-get install -y prometheus); .ci/run does`);
+  smtp = await TestSmtpServer.start();
   for (let i = 0; i < 2; i++) {
     // METRICS_PORT turns the counting on (main.ts listens on it; here the test makes the listener).
-    const t = await startTestApp({ METRICS_PORT: '0' });
+    // The first instance runs the job workers and mails through a real SMTP server; the second has
+    // no workers, so what it enqueues stays in its queue and its outbox.
+    const t = i === 0
+      ? await startTestApp({ METRICS_PORT: '0', SMTP_URL: smtp.url, RATE_LIMIT_LOGIN_PER_MINUTE: '3' }, { workers: true })
+      : await startTestApp({ METRICS_PORT: '0' });
     const api = http.createServer(t.server);
     const metrics = metricsServer(t.ctx.metrics);
     instances.push({ t, api, metrics });
@@ -70,6 +78,7 @@ afterAll(async () => {
     await t.close();
   }
   instances = [];
+  await smtp?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -111,6 +120,69 @@ it('counts every request by operation across two instances, and answers a latenc
   expect(p99).toBeLessThanOrEqual(10);
   // Nothing is in flight once every answer is written.
   expect((await query('sum(http_requests_in_flight)'))[0]!.value[1]).toBe('0');
+});
+
+const send = (i: number, method: string, path: string, body?: unknown) =>
+  fetch(`http://127.0.0.1:${(instances[i]!.api.address() as AddressInfo).port}${path}`, {
+    method,
+    headers: body ? { 'Content-Type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+
+/** One number Prometheus answers for `expr` once it equals `expected` (scrapes come every second). */
+async function settles(expr: string, expected: number): Promise<void> {
+  let last: string | undefined;
+  try {
+    await waitFor(
+      `${expr} = ${expected}`,
+      async () => {
+        const rows = await query(expr);
+        last = rows.map((r) => r.value[1]).join(', ');
+        return rows.length === 1 && Number(rows[0]!.value[1]) === expected;
+      },
+      20_000,
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; last answer: [${last ?? ''}]`);
+  }
+}
+
+it('counts sign-ins, 429s by limit, mail, job runs, queue depth, the outbox, the pool and the dependencies', async () => {
+  // Instance 0 (workers, SMTP): a registration mails a code through a job; one sign-in succeeds,
+  // two fail, and the next is refused: 3 attempts a minute per IP (a right password is given back
+  // to the per-address limit only).
+  const email = uniqueEmail('metrics');
+  expect((await send(0, 'POST', '/v1/auth/register', { email, password: PASSWORD })).status).toBe(201);
+  await smtp!.waitForMessage((m) => m.to.includes(email));
+  expect((await send(0, 'POST', '/v1/auth/login', { email, password: PASSWORD })).status).toBe(200);
+  for (let k = 0; k < 2; k++) expect((await send(0, 'POST', '/v1/auth/login', { email, password: 'not the password' })).status).toBe(401);
+  expect((await send(0, 'POST', '/v1/auth/login', { email, password: 'not the password' })).status).toBe(429);
+  // Instance 1 (no workers): two registrations leave two mail runs waiting in BullMQ and in the outbox.
+  for (let k = 0; k < 2; k++) expect((await send(1, 'POST', '/v1/auth/register', { email: uniqueEmail('queued'), password: PASSWORD })).status).toBe(201);
+  const [first, second] = instances.map((i) => `127.0.0.1:${(i.metrics.address() as AddressInfo).port}`);
+
+  await settles('sum(sign_ins_total{method="password",outcome="succeeded"})', 1);
+  await settles('sum(sign_ins_total{method="password",outcome="failed"})', 2);
+  await settles('sum(http_rate_limited_total{limit="login.ip"})', 1);
+  await settles('sum(mail_messages_total{outcome="sent"})', 1);
+  await settles(`job_runs_finished_total{instance="${first}",kind="service.mail.send",state="completed"}`, 1);
+  await settles(`job_run_duration_seconds_count{instance="${first}",kind="service.mail.send"}`, 1);
+  // Read at scrape time from the second instance's Redis queue and job_runs.
+  await settles(`job_queue_depth{instance="${second}",queue="mail",state="waiting"}`, 2);
+  await settles(`job_queue_depth{instance="${first}",queue="mail",state="waiting"}`, 0);
+  await settles(`job_outbox_backlog{instance="${second}"}`, 2);
+  await settles(`job_outbox_backlog{instance="${first}"}`, 0);
+  // The test app's clock stands still: moved on 90 s, the oldest run has been due that long.
+  instances[1]!.t.clock.advance(90_000);
+  await settles(`job_outbox_oldest_age_seconds{instance="${second}"}`, 90);
+  await settles(`job_outbox_oldest_age_seconds{instance="${first}"}`, 0);
+  // Both dependencies up on both instances, never down; each pool seen.
+  await settles('sum(dependency_up)', 4);
+  await settles('sum(dependency_outage_seconds_total)', 0);
+  await settles('count(db_pool_connections_idle)', 2);
+  await settles('count(db_pool_requests_waiting)', 2);
+  await settles('sum(db_query_errors_total{reason="unavailable"})', 0);
+  await settles('count(redis_command_errors_total)', 4);
 });
 
 it('counts nothing without METRICS_PORT: the request path has no metrics work at all', async () => {
