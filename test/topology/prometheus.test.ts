@@ -52,6 +52,7 @@ beforeAll(async () => {
       : await startTestApp({ METRICS_PORT: '0' });
     const api = http.createServer(t.server);
     const metrics = metricsServer(t.ctx.metrics);
+    t.ctx.metrics.collectProcessMetrics(); // as main.ts does when it opens the listener
     instances.push({ t, api, metrics });
   }
   const targets: string[] = [];
@@ -183,6 +184,22 @@ it('counts sign-ins, 429s by limit, mail, job runs, queue depth, the outbox, the
   await settles('count(db_pool_requests_waiting)', 2);
   await settles('sum(db_query_errors_total{reason="unavailable"})', 0);
   await settles('count(redis_command_errors_total)', 4);
+});
+
+it('the Grafana dashboard (deploy/grafana) asks only valid queries, of metrics the instances serve', async () => {
+  const dashboard = JSON.parse(fs.readFileSync(path.join(__dirname, '../../deploy/grafana/tenant-api.json'), 'utf8')) as { panels: { title: string; targets?: { expr: string }[] }[] };
+  const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })));
+  expect(exprs.length).toBeGreaterThan(15);
+  const served = await (await fetch(`http://127.0.0.1:${(instances[0]!.metrics.address() as AddressInfo).port}/metrics`)).text();
+  for (const { panel, expr } of exprs) {
+    // Grafana's variables as Grafana would fill them in.
+    const filled = expr.replaceAll('$__rate_interval', '1m').replaceAll('$job', '.*');
+    await expect(query(filled).then(() => 'ok')).resolves.toBe('ok');
+    for (const [, name] of filled.matchAll(/([a-z_][a-z0-9_]*)\{/g)) {
+      if (['by', 'sum', 'max', 'min', 'rate', 'increase', 'topk', 'histogram_quantile'].includes(name!)) continue;
+      expect({ panel, metric: name, served: served.includes(`# TYPE ${name!.replace(/_(bucket|count|sum)$/, '')} `) }).toEqual({ panel, metric: name, served: true });
+    }
+  }
 });
 
 it('counts nothing without METRICS_PORT: the request path has no metrics work at all', async () => {
