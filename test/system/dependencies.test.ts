@@ -2,7 +2,7 @@
 // and the monitor's two lines per outage. The real failures (frozen, killed servers) are in
 // database-outage.test.ts and redis-outage.test.ts; this pins the table and the counting.
 import { capturingLogger, linesWith } from '../support/logs';
-import { waitFor } from '../support/wait';
+import { sleep, waitFor } from '../support/wait';
 import { DependencyMonitor, DependencyUnavailable, unavailableDependency } from '../../src/platform/dependencies';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
@@ -81,6 +81,28 @@ describe('DependencyMonitor', () => {
       'dependency back',
       'dependency down: requests that need it answer 503 until it is back',
     ]);
+    monitor.stop();
+  });
+
+  it('tells metrics each dependency\'s state and its seconds of outage, the one under way included (dependency_up, dependency_outage_seconds_total)', async () => {
+    const monitor = new DependencyMonitor({ logger: capturingLogger([]), probes: { database: () => new Promise(() => undefined), redis: () => new Promise(() => undefined) } });
+    expect(monitor.states()).toEqual([
+      { name: 'database', up: true, outageSeconds: 0 },
+      { name: 'redis', up: true, outageSeconds: 0 },
+    ]);
+    monitor.failed('redis', new Error('Command timed out'));
+    await sleep(60);
+    const during = monitor.states().find((d) => d.name === 'redis')!;
+    expect(during.up).toBe(false);
+    expect(during.outageSeconds).toBeGreaterThanOrEqual(0.05);
+    monitor.up('redis');
+    await sleep(150);
+    const after = monitor.states().find((d) => d.name === 'redis')!;
+    expect(after.up).toBe(true);
+    // The ended outage is kept, and no longer grows.
+    expect(after.outageSeconds).toBeGreaterThanOrEqual(during.outageSeconds);
+    expect(after.outageSeconds).toBeLessThan(during.outageSeconds + 0.1);
+    expect(monitor.states().find((d) => d.name === 'database')).toEqual({ name: 'database', up: true, outageSeconds: 0 });
     monitor.stop();
   });
 });
