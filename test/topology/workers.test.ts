@@ -10,6 +10,7 @@ import { cloneTemplateDatabase, databaseUrl, dropDatabase } from '../support/dat
 import { assertMatchesContract } from '../support/contract-validator';
 import { killAll, request, waitFor, type Answer, type Proc } from '../support/processes';
 import { deploymentEnv, startInstance, startWorker, type Instance } from '../support/topology';
+import { freePort } from '../support/ports';
 
 jest.setTimeout(180_000);
 
@@ -73,7 +74,7 @@ const PASSWORD = 'correct horse battery staple';
 let dbName: string;
 let db: Knex;
 let api: Instance;
-const workers: { name: string; proc: Proc; smtp: Smtp }[] = [];
+const workers: { name: string; proc: Proc; smtp: Smtp; metricsPort: number }[] = [];
 let auth: Record<string, string>;
 
 /** An operator's request to the API instance, its answer checked against the contract. */
@@ -106,13 +107,14 @@ beforeAll(async () => {
   db = knex({ client: 'pg', connection: databaseUrl(dbName), pool: { min: 0, max: 1 } });
   const env = deploymentEnv(databaseUrl(dbName), { RUN_WORKERS: 'false' });
   const smtps = await Promise.all([Smtp.start(), Smtp.start()]);
+  const metricsPorts = [await freePort(), await freePort()];
   const [started, a, b] = await Promise.all([
     startInstance('api', env),
-    startWorker({ ...env, SMTP_URL: smtps[0]!.url }),
-    startWorker({ ...env, SMTP_URL: smtps[1]!.url }),
+    startWorker({ ...env, SMTP_URL: smtps[0]!.url, METRICS_PORT: String(metricsPorts[0]) }),
+    startWorker({ ...env, SMTP_URL: smtps[1]!.url, METRICS_PORT: String(metricsPorts[1]) }),
   ]);
   api = started;
-  workers.push({ name: 'worker A', proc: a, smtp: smtps[0]! }, { name: 'worker B', proc: b, smtp: smtps[1]! });
+  workers.push({ name: 'worker A', proc: a, smtp: smtps[0]!, metricsPort: metricsPorts[0]! }, { name: 'worker B', proc: b, smtp: smtps[1]!, metricsPort: metricsPorts[1]! });
 
   const signedUp = await request(api.port, 'POST', '/v1/auth/register', { body: { email: 'ops@example.com', password: PASSWORD, transport: 'bearer' } });
   expect(signedUp.status).toBe(201);
@@ -187,4 +189,7 @@ it('re-delivers the run of a worker killed mid-run (SIGKILL) to the other worker
   expect(holder.smtp.accepted.filter((a) => a === to)).toEqual([]);
   await waitForLog('the survivor to log the completion', () => loggedBy(survivor, 'job completed', id) > 0);
   expect(loggedBy(survivor, 'job completed', id)).toBe(1);
+  // The survivor's stalled-job check found it: counted for Prometheus (job_runs_stalled_total).
+  const metrics = await (await fetch(`http://127.0.0.1:${survivor.metricsPort}/metrics`)).text();
+  expect(metrics).toMatch(/^job_runs_stalled_total\{queue="mail"\} 1$/m);
 });
