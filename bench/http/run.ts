@@ -2,8 +2,9 @@
 // as a child process) for GET /v1/ping, authenticated GET /v1/auth/me (bearer) and
 // POST /v1/auth/login, beside a bare Express 5 app and a bare node:http server answering the same
 // ping, and bare bcrypt.compare at the same cost — each in its own process, in the same run.
-// A second instance with METRICS_PORT set answers the same ping and /me: the cost of counting
-// every answer for Prometheus, as the ratio of the two in each round.
+// Two more instances, started alike one after the other, answer the same ping and /me, one with
+// METRICS_PORT set: the cost of counting every answer for Prometheus, as the ratio of the two in
+// each round (the first instance is no fair twin: see where they start).
 //
 //   npm run bench:http -- [--duration 5] [--warmup 2] [--connections 50] [--login-connections 8]
 //                         [--rounds 3] [--no-build] [--no-pin] [--profile]
@@ -159,6 +160,10 @@ async function main(): Promise<void> {
     const ours = await startOurs('our service', serverCpu);
     // The same service counting every answer for Prometheus (METRICS_PORT set): its cost is the
     // ratio of the two, round by round.
+    // Against a twin without it, started the same way just before and used the same way: compared
+    // with the first instance (which also answers the round-trip checks), a second identical one
+    // measured up to 18 % slower on /me with no metrics at all (A/A run, 2026-11-26).
+    const oursControl = await startOurs('our service, twin without METRICS_PORT', serverCpu);
     const oursMetrics = await startOurs('our service with METRICS_PORT', serverCpu, [], { METRICS_PORT: String(await freePort()) });
     // Login is measured on an unpinned instance: taskset pins every thread of a process, and
     // bcrypt runs on libuv's thread pool, which should have both cores, as bare bcrypt does.
@@ -194,6 +199,8 @@ async function main(): Promise<void> {
       express: target('bare Express 5  GET /v1/ping', express, '/v1/ping'),
       ping: target('ours            GET /v1/ping', ours, '/v1/ping'),
       me: target('ours            GET /v1/auth/me', ours, '/v1/auth/me', { auth: meHeaders.Authorization }),
+      pingControl: target('ours, twin        GET /v1/ping', oursControl, '/v1/ping'),
+      meControl: target('ours, twin        GET /v1/auth/me', oursControl, '/v1/auth/me', { auth: meHeaders.Authorization }),
       pingMetrics: target('ours, metrics on  GET /v1/ping', oursMetrics, '/v1/ping'),
       meMetrics: target('ours, metrics on  GET /v1/auth/me', oursMetrics, '/v1/auth/me', { auth: meHeaders.Authorization }),
       // Login and bcrypt use the thread pool on every core: neither is pinned.
@@ -210,7 +217,7 @@ async function main(): Promise<void> {
     const pingXacts = await transactionsPerRequest(t.ping.url, {}, CHECK_N, dbXacts);
     console.log(`    GET /v1/ping ${pingXacts.toFixed(3)}, GET /v1/auth/me ${meXacts.toFixed(3)}\n`);
 
-    const order = [t.node, t.express, t.ping, t.me, t.pingMetrics, t.meMetrics, t.login];
+    const order = [t.node, t.express, t.ping, t.me, t.pingControl, t.meControl, t.pingMetrics, t.meMetrics, t.login];
     if (opts.warmup > 0) {
       console.log(`warm-up: ${opts.warmup} s each`);
       for (const target of order) await runWrk(target, opts.warmup);
@@ -236,8 +243,8 @@ async function main(): Promise<void> {
       roundRatios.ping.push(got.get(t.ping)!.rps / ex);
       roundRatios.me.push(got.get(t.me)!.rps / ex);
       roundRatios.login.push(got.get(t.login)!.rps / b.ops_per_s);
-      roundRatios.pingMetrics.push(got.get(t.pingMetrics)!.rps / got.get(t.ping)!.rps);
-      roundRatios.meMetrics.push(got.get(t.meMetrics)!.rps / got.get(t.me)!.rps);
+      roundRatios.pingMetrics.push(got.get(t.pingMetrics)!.rps / got.get(t.pingControl)!.rps);
+      roundRatios.meMetrics.push(got.get(t.meMetrics)!.rps / got.get(t.meControl)!.rps);
     }
 
     // -----------------------------------------------------------------------------------------
@@ -247,6 +254,8 @@ async function main(): Promise<void> {
       ping: medianRow(rows.get(t.ping)!),
       me: medianRow(rows.get(t.me)!),
       login: medianRow(rows.get(t.login)!),
+      pingControl: medianRow(rows.get(t.pingControl)!),
+      meControl: medianRow(rows.get(t.meControl)!),
       pingMetrics: medianRow(rows.get(t.pingMetrics)!),
       meMetrics: medianRow(rows.get(t.meMetrics)!),
     };
@@ -268,8 +277,10 @@ async function main(): Promise<void> {
     console.log(line(r.me.label, r.me.rps, r.me.p50ms, r.me.p99ms, `${meRatio.toFixed(2)} of bare Express ping   (aim ≥ ${AIMS.meVsExpressPing})${meNote}`, r.me.cpuUs));
     console.log(line(r.login.label, r.login.rps, r.login.p50ms, r.login.p99ms, `${loginRatio.toFixed(2)} of bare bcrypt        (aim ≥ ${AIMS.loginVsBcrypt})${loginNote}`, r.login.cpuUs));
     const cost = (ratio: number) => `${((1 - ratio) * 100).toFixed(1)} % cost (aim under 3 %)`;
-    console.log(line(r.pingMetrics.label, r.pingMetrics.rps, r.pingMetrics.p50ms, r.pingMetrics.p99ms, `${median(roundRatios.pingMetrics).toFixed(3)} of ours ping: ${cost(median(roundRatios.pingMetrics))}`, r.pingMetrics.cpuUs));
-    console.log(line(r.meMetrics.label, r.meMetrics.rps, r.meMetrics.p50ms, r.meMetrics.p99ms, `${median(roundRatios.meMetrics).toFixed(3)} of ours /me: ${cost(median(roundRatios.meMetrics))}`, r.meMetrics.cpuUs));
+    console.log(line(r.pingControl.label, r.pingControl.rps, r.pingControl.p50ms, r.pingControl.p99ms, 'the twin: what the metrics are compared with', r.pingControl.cpuUs));
+    console.log(line(r.meControl.label, r.meControl.rps, r.meControl.p50ms, r.meControl.p99ms, 'the twin', r.meControl.cpuUs));
+    console.log(line(r.pingMetrics.label, r.pingMetrics.rps, r.pingMetrics.p50ms, r.pingMetrics.p99ms, `${median(roundRatios.pingMetrics).toFixed(3)} of the twin's ping: ${cost(median(roundRatios.pingMetrics))}`, r.pingMetrics.cpuUs));
+    console.log(line(r.meMetrics.label, r.meMetrics.rps, r.meMetrics.p50ms, r.meMetrics.p99ms, `${median(roundRatios.meMetrics).toFixed(3)} of the twin's /me: ${cost(median(roundRatios.meMetrics))}`, r.meMetrics.cpuUs));
     console.log(line(`bare bcrypt.compare (cost ${BCRYPT_COST})`, bcrypt.ops_per_s, bcrypt.p50_ms, bcrypt.p99_ms, 'ops/s: the login ceiling'));
     for (const row of Object.values(r)) if (row.errors > 0) console.log(`WARNING: ${row.label}: ${row.errors} socket errors or non-2xx answers over the rounds`);
 
