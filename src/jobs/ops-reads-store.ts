@@ -103,17 +103,3 @@ export async function failuresSince(db: Db, since: Date): Promise<number> {
   const [row] = await runPrepared<{ n: number }>(db, FAILURES_SINCE, [since]);
   return row?.n ?? 0;
 }
-
-/**
- * The outbox as metrics see it: runs due, committed and not yet known to be in BullMQ (no worker
- * started them, the sweeper has not marked them), and how long the oldest has been due. Reads
- * the outbox's partial index (job_runs_outbox_idx), so it costs what the backlog holds.
- */
-export async function outboxBacklog(db: Db, now: Date): Promise<{ backlog: number; oldestAgeSeconds: number }> {
-  const row = (await db('job_runs')
-    .whereNull('handed_over_at')
-    .whereIn('state', ['scheduled', 'available'])
-    .where('scheduled_at', '<=', now)
-    .first(db.raw('count(*)::int as backlog'), db.raw('min(scheduled_at) as oldest'))) as { backlog: number; oldest: Date | null };
-  return { backlog: row.backlog, oldestAgeSeconds: row.oldest ? Math.max(0, (now.getTime() - row.oldest.getTime()) / 1000) : 0 };
-}

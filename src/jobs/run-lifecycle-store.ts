@@ -189,15 +189,21 @@ export async function markHandedOver(db: Db, ids: number[], now: Date): Promise<
   );
 }
 
+/** The outbox: runs waiting that no worker started and the sweeper has not marked (the predicate of job_runs_outbox_idx). */
+const outbox = (db: Db) => db('job_runs').whereNull('handed_over_at').whereIn('state', ['scheduled', 'available']);
+
 /** Runs committed but never handed to BullMQ (Redis was down, or the process died in between). */
 export async function findNotHandedOver(db: Db, olderThan: Date, limit: number): Promise<JobRun[]> {
-  const rows = await db('job_runs')
-    .whereNull('handed_over_at')
-    .whereIn('state', ['scheduled', 'available'])
-    .where('created_at', '<', olderThan)
-    .orderBy('id')
-    .limit(limit);
+  const rows = await outbox(db).where('created_at', '<', olderThan).orderBy('id').limit(limit);
   return rows.map(toRun);
+}
+
+/** The outbox's runs already due, for metrics: how many, and how long the oldest has been due. */
+export async function outboxBacklog(db: Db, now: Date): Promise<{ backlog: number; oldestAgeSeconds: number }> {
+  const row = (await outbox(db)
+    .where('scheduled_at', '<=', now)
+    .first(db.raw('count(*)::int as backlog'), db.raw('min(scheduled_at) as oldest'))) as { backlog: number; oldest: Date | null };
+  return { backlog: row.backlog, oldestAgeSeconds: row.oldest ? Math.max(0, (now.getTime() - row.oldest.getTime()) / 1000) : 0 };
 }
 
 /**

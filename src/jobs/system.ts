@@ -17,7 +17,7 @@ import { OutboxRelay, type NewJob } from './outbox-relay';
 import { Schedules } from './schedules';
 import { Signals } from './signals';
 import type * as store from './run-lifecycle-store';
-import { outboxBacklog } from './ops-reads-store';
+import { outboxBacklog } from './run-lifecycle-store';
 import type { JobSystemOptions } from './system-options';
 import { DEFAULT_TIMING, type JobTiming } from './timing';
 import { Workers } from './workers';
@@ -233,7 +233,7 @@ export class JobSystem<App = unknown> {
     );
   }
 
-  /** The outbox's backlog and the age of its oldest due run (see ops-reads-store.ts). */
+  /** The outbox's backlog and the age of its oldest due run (see run-lifecycle-store.ts). */
   outbox(): Promise<{ backlog: number; oldestAgeSeconds: number }> {
     return outboxBacklog(this.opts.db, this.opts.now());
   }

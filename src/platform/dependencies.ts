@@ -2,8 +2,8 @@
 // decides it), and the monitor that logs an outage once when it starts and once when it ends.
 import type { Logger } from '../logger';
 
-export type Dependency = 'database' | 'redis';
-const DEPENDENCIES: Dependency[] = ['database', 'redis'];
+const DEPENDENCIES = ['database', 'redis'] as const;
+export type Dependency = (typeof DEPENDENCIES)[number];
 
 /** Thrown by our own code when it knows a dependency is unreachable without asking it. */
 export class DependencyUnavailable extends Error {

@@ -32,156 +32,80 @@ export class Metrics {
   readonly registry = new Registry();
 
   /** Requests by operationId (never a raw path: the label stays bounded), method and status class. */
-  readonly httpRequests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests answered, by operation (operationId, or "unmatched"), method and status class.',
-    labelNames: ['operation', 'method', 'status_class'] as const,
-    registers: [this.registry],
-  });
+  readonly httpRequests = this.counter('http_requests_total', 'HTTP requests answered, by operation (operationId, or "unmatched"), method and status class.', ['operation', 'method', 'status_class']);
+  readonly httpDuration = this.histogram('http_request_duration_seconds', 'Time from the request to the end of its answer, by operation.', ['operation'], LATENCY_BUCKETS);
+  readonly httpInFlight = new Gauge({ name: 'http_requests_in_flight', help: 'Requests being answered now.', registers: [this.registry] });
+  readonly rateLimited = this.counter('http_rate_limited_total', 'Requests refused with 429, by the limit that was spent (src/ratelimit/limits.ts names them; "ip" is the per-IP ceiling).', ['limit']);
 
-  readonly httpDuration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from the request to the end of its answer, by operation.',
-    labelNames: ['operation'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly dbQueryErrors = this.counter('db_query_errors_total', 'PostgreSQL statements that failed: reason "unavailable" (connection lost, timeout, server going away) or "error" (any other, constraint violations included).', ['reason']);
+  readonly redisErrors = this.counter('redis_command_errors_total', 'Redis commands of the main connection that failed: reason "unavailable" (no connection, timeout, READONLY after a failover) or "error".', ['reason']);
 
-  readonly httpInFlight = new Gauge({
-    name: 'http_requests_in_flight',
-    help: 'Requests being answered now.',
-    registers: [this.registry],
-  });
+  readonly jobRuns = this.counter('job_runs_finished_total', 'Job attempts that ended on this instance, by kind and state (completed, retryable, discarded, cancelled).', ['kind', 'state']);
+  readonly jobDuration = this.histogram('job_run_duration_seconds', 'Time a job attempt ran, by kind.', ['kind'], JOB_BUCKETS);
+  readonly jobStalled = this.counter('job_runs_stalled_total', 'Runs found stalled (their worker stopped renewing its lock: killed, or its event loop blocked) and re-delivered, by queue.', ['queue']);
 
-  readonly rateLimited = new Counter({
-    name: 'http_rate_limited_total',
-    help: 'Requests refused with 429, by the limit that was spent (src/ratelimit/limits.ts names them; "ip" is the per-IP ceiling).',
-    labelNames: ['limit'] as const,
-    registers: [this.registry],
-  });
-
-  readonly dbQueryErrors = new Counter({
-    name: 'db_query_errors_total',
-    help: 'PostgreSQL statements that failed: reason "unavailable" (connection lost, timeout, server going away) or "error" (any other, constraint violations included).',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
-
-  readonly redisErrors = new Counter({
-    name: 'redis_command_errors_total',
-    help: 'Redis commands of the main connection that failed: reason "unavailable" (no connection, timeout, READONLY after a failover) or "error".',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
-
-  readonly jobRuns = new Counter({
-    name: 'job_runs_finished_total',
-    help: 'Job attempts that ended on this instance, by kind and state (completed, retryable, discarded, cancelled).',
-    labelNames: ['kind', 'state'] as const,
-    registers: [this.registry],
-  });
-
-  readonly jobDuration = new Histogram({
-    name: 'job_run_duration_seconds',
-    help: 'Time a job attempt ran, by kind.',
-    labelNames: ['kind'] as const,
-    buckets: JOB_BUCKETS,
-    registers: [this.registry],
-  });
-
-  readonly jobStalled = new Counter({
-    name: 'job_runs_stalled_total',
-    help: 'Runs found stalled (their worker stopped renewing its lock: killed, or its event loop blocked) and re-delivered, by queue.',
-    labelNames: ['queue'] as const,
-    registers: [this.registry],
-  });
-
-  readonly mail = new Counter({
-    name: 'mail_messages_total',
-    help: 'Mail delivery attempts, by outcome (sent, failed). A failed attempt is retried by its job.',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
-
-  readonly signIns = new Counter({
-    name: 'sign_ins_total',
-    help: 'Sign-in attempts by first-factor method (password, passkey, google, github) and outcome (succeeded, failed, second_factor_required).',
-    labelNames: ['method', 'outcome'] as const,
-    registers: [this.registry],
-  });
+  readonly mail = this.counter('mail_messages_total', 'Mail delivery attempts, by outcome (sent, failed). A failed attempt is retried by its job.', ['outcome']);
+  readonly signIns = this.counter('sign_ins_total', 'Sign-in attempts by first-factor method (password, passkey, google, github) and outcome (succeeded, failed, second_factor_required).', ['method', 'outcome']);
 
   /** Starts the gauges read at scrape time, from `readers`. */
   observe(readers: MetricReaders): void {
-    const registers = [this.registry];
-    const pool = (name: string, help: string, pick: (p: ReturnType<MetricReaders['pool']>) => number) =>
-      new Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          this.set(pick(readers.pool()));
-        },
-      });
-    pool('db_pool_connections_in_use', 'PostgreSQL connections of the pool lent out now.', (p) => p.used);
-    pool('db_pool_connections_idle', 'PostgreSQL connections of the pool open and free.', (p) => p.free);
-    pool('db_pool_requests_waiting', 'Requests waiting for a connection of the pool.', (p) => p.pending);
-    new Gauge({
-      name: 'dependency_up',
-      help: 'Whether a dependency (database, redis) answers, as the dependency monitor knows it: 1 up, 0 down.',
-      labelNames: ['dependency'],
-      registers,
-      collect() {
-        for (const d of readers.dependencies()) this.set({ dependency: d.name }, d.up ? 1 : 0);
-      },
+    this.gauge('db_pool_connections_in_use', 'PostgreSQL connections of the pool lent out now.', [], (set) => set({}, readers.pool().used));
+    this.gauge('db_pool_connections_idle', 'PostgreSQL connections of the pool open and free.', [], (set) => set({}, readers.pool().free));
+    this.gauge('db_pool_requests_waiting', 'Requests waiting for a connection of the pool.', [], (set) => set({}, readers.pool().pending));
+    this.gauge('dependency_up', 'Whether a dependency (database, redis) answers, as the dependency monitor knows it: 1 up, 0 down.', ['dependency'], (set) => {
+      for (const d of readers.dependencies()) set({ dependency: d.name }, d.up ? 1 : 0);
     });
     new Counter({
       name: 'dependency_outage_seconds_total',
       help: 'Seconds a dependency has been down since this instance started, the outage under way included.',
       labelNames: ['dependency'],
-      registers,
+      registers: [this.registry],
       collect() {
         this.reset();
         for (const d of readers.dependencies()) this.inc({ dependency: d.name }, d.outageSeconds);
       },
     });
     const depths = cached(readers.queueDepths, SLOW_READING_TTL_MS);
-    new Gauge({
-      name: 'job_queue_depth',
-      help: 'Jobs in each BullMQ queue by state (waiting, active, delayed), read at scrape (cached 5 s). The same for every instance: aggregate with max, not sum.',
-      labelNames: ['queue', 'state'],
-      registers,
-      async collect() {
-        for (const q of await depths().catch(() => [])) {
-          this.set({ queue: q.queue, state: 'waiting' }, q.waiting);
-          this.set({ queue: q.queue, state: 'active' }, q.active);
-          this.set({ queue: q.queue, state: 'delayed' }, q.delayed);
-        }
-      },
+    this.gauge('job_queue_depth', 'Jobs in each BullMQ queue by state (waiting, active, delayed), read at scrape (cached 5 s). The same for every instance: aggregate with max, not sum.', ['queue', 'state'], async (set) => {
+      for (const { queue, ...byState } of await depths().catch(() => [])) {
+        for (const [state, count] of Object.entries(byState)) set({ queue, state }, count);
+      }
     });
     const outbox = cached(readers.outbox, SLOW_READING_TTL_MS);
-    new Gauge({
-      name: 'job_outbox_backlog',
-      help: 'Runs due and committed that no worker has started and the sweeper has not seen in BullMQ yet (cached 5 s; the same for every instance).',
-      registers,
-      async collect() {
-        const o = await outbox().catch(() => null);
-        if (o) this.set(o.backlog);
-      },
+    this.gauge('job_outbox_backlog', 'Runs due and committed that no worker has started and the sweeper has not seen in BullMQ yet (cached 5 s; the same for every instance).', [], async (set) => {
+      const o = await outbox().catch(() => null);
+      if (o) set({}, o.backlog);
     });
-    new Gauge({
-      name: 'job_outbox_oldest_age_seconds',
-      help: 'How long the oldest run of the outbox backlog has been due, 0 when there is none (cached 5 s).',
-      registers,
-      async collect() {
-        const o = await outbox().catch(() => null);
-        if (o) this.set(o.oldestAgeSeconds);
-      },
+    this.gauge('job_outbox_oldest_age_seconds', 'How long the oldest run of the outbox backlog has been due, 0 when there is none (cached 5 s).', [], async (set) => {
+      const o = await outbox().catch(() => null);
+      if (o) set({}, o.oldestAgeSeconds);
     });
   }
 
   /** Default process metrics (CPU, memory, event loop lag, handles) only where something scrapes them. */
   collectProcessMetrics(): void {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): Histogram<L> {
+    return new Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
+  }
+
+  /** A gauge whose values `read` sets when Prometheus scrapes. */
+  private gauge(name: string, help: string, labelNames: string[], read: (set: (labels: Record<string, string>, value: number) => void) => void | Promise<void>): void {
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        return read((labels, value) => this.set(labels, value));
+      },
+    });
   }
 }
 
