@@ -224,7 +224,7 @@ async function main(): Promise<void> {
     }
     const rows = new Map<Target, Row[]>(order.map((target) => [target, []]));
     const bcryptRuns: BcryptResult[] = [];
-    const roundRatios = { ping: [] as number[], me: [] as number[], login: [] as number[], pingMetrics: [] as number[], meMetrics: [] as number[] };
+    const roundRatios = { ping: [] as number[], me: [] as number[], login: [] as number[], pingMetrics: [] as number[], meMetrics: [] as number[], pingMetricsCpu: [] as number[], meMetricsCpu: [] as number[] };
     for (let round = 1; round <= opts.rounds; round++) {
       console.log(`round ${round}/${opts.rounds}:`);
       // Rotate the order so that no target always runs first (or right after login's CPU burst).
@@ -245,6 +245,9 @@ async function main(): Promise<void> {
       roundRatios.login.push(got.get(t.login)!.rps / b.ops_per_s);
       roundRatios.pingMetrics.push(got.get(t.pingMetrics)!.rps / got.get(t.pingControl)!.rps);
       roundRatios.meMetrics.push(got.get(t.meMetrics)!.rps / got.get(t.meControl)!.rps);
+      // Server CPU per request is steadier than throughput on a shared machine: the same comparison.
+      roundRatios.pingMetricsCpu.push(got.get(t.pingMetrics)!.cpuUs / got.get(t.pingControl)!.cpuUs);
+      roundRatios.meMetricsCpu.push(got.get(t.meMetrics)!.cpuUs / got.get(t.meControl)!.cpuUs);
     }
 
     // -----------------------------------------------------------------------------------------
@@ -284,6 +287,8 @@ async function main(): Promise<void> {
     console.log(line(`bare bcrypt.compare (cost ${BCRYPT_COST})`, bcrypt.ops_per_s, bcrypt.p50_ms, bcrypt.p99_ms, 'ops/s: the login ceiling'));
     for (const row of Object.values(r)) if (row.errors > 0) console.log(`WARNING: ${row.label}: ${row.errors} socket errors or non-2xx answers over the rounds`);
 
+    const cpuCost = (ratios: number[]) => `${((median(ratios) - 1) * 100).toFixed(1)} %`;
+    console.log(`metrics on, server CPU per request against the twin (median of the rounds' ratios): ping ${cpuCost(roundRatios.pingMetricsCpu)}, /me ${cpuCost(roundRatios.meMetricsCpu)}`);
     const cpuMedian = (k: Target) => median(rows.get(k)!.map((row) => row.cpuUs));
     console.log(
       `server CPU per request (median): bare Express ping ${cpuMedian(t.express).toFixed(0)} µs, ours ping ${cpuMedian(t.ping).toFixed(0)} µs, ours /me ${cpuMedian(t.me).toFixed(0)} µs` +
