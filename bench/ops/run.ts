@@ -7,8 +7,10 @@
 //   GET /ops/audit/stats           a 30-day window ending at the start of the run
 //   GET /ops/jobs/overview
 //
-// beside GET /v1/ping of a bare node:http server and of the same service (the baselines), all in
-// the same run with the same wrk settings; then POST /v1/auth/login with audit writes ON and OFF.
+// beside GET /v1/ping of the same service, and the first page of GET /ops/audit sent by two bare
+// servers with the same SQL (bench/bare: Express 5 + pg, the ceiling of issue 26, and node:http +
+// pg), all in the same run with the same wrk settings; then POST /v1/auth/login with audit writes
+// ON and OFF.
 //
 //   npm run bench:ops -- [--audit-events 10000000] [--job-runs 1000000] [--duration 4] [--warmup 1]
 //                        [--connections 8] [--rounds 3] [--login-rounds 5] [--login-connections 8]
@@ -45,7 +47,8 @@ import { checkWrk, runWrk, wrkSummary, type WrkResult, type WrkTarget } from '..
 import { fmtRate, median, medianRow, rotate } from '../rounds';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
-import { createDatabase, migrateLatest } from '../../src/platform/database';
+import { connectionString, createDatabase, migrateLatest } from '../../src/platform/database';
+import { appDatabase } from '../../src/platform/database-roles';
 import { hashPassword } from '../../src/accounts/passwords';
 import { insertUser } from '../../src/accounts/store';
 import { createSession } from '../../src/sessions/store';
@@ -206,7 +209,10 @@ async function main(): Promise<void> {
       });
     const ours = await startOurs('our service', serverCpu);
     const oursLogin = serverCpu === null ? ours : await startOurs('our service (unpinned, for login)', null);
-    const bare = await startBareServer('bare node:http', path.join(__dirname, '../http/bare-node.ts'), serverCpu);
+    // After the service's start: the application role exists and has its grants.
+    const bareEnv = { BARE_DATABASE_URL: await connectionString(appDatabase(seedConfig, dbUrl)), BARE_POOL_MAX: String(seedConfig.databasePoolMax) };
+    const bare = await startBareServer('bare node:http + pg', path.join(__dirname, '../bare/node.ts'), serverCpu, bareEnv);
+    const express = await startBareServer('bare Express 5 + pg', path.join(__dirname, '../bare/express.ts'), serverCpu, bareEnv);
 
     // The measured requests, each checked first against plain SQL as the owner.
     const now = Date.now();
@@ -236,6 +242,11 @@ async function main(): Promise<void> {
       const want = (await db.raw(`select id from audit_events where ${l.where} order by at desc, id desc limit 50`, l.values)).rows.map((r: { id: string }) => r.id);
       const total = Number((await db.raw(`select count(*) as n from audit_events where ${l.where}`, l.values)).rows[0].n);
       if (JSON.stringify(body.items.map((e: { id: string }) => e.id)) !== JSON.stringify(want)) throw new Error(`${l.label}: the page is not the 50 newest matching events`);
+      if (l.key === 'first') {
+        for (const baseline of [bare, express]) {
+          if (JSON.stringify(await get(baseline, '/ops/audit')) !== JSON.stringify(body)) throw new Error(`${l.label}: ${baseline.name} answers another body`);
+        }
+      }
       matches.push(`${l.key} ${total.toLocaleString('en')}`);
     }
     const statsPath = `/ops/audit/stats?since=${since30}&until=${until}`;
@@ -271,7 +282,8 @@ async function main(): Promise<void> {
       aim,
     });
     const targets: Target[] = [
-      target('bare', 'bare node:http GET /v1/ping', bare, '/v1/ping', false),
+      target('bare', 'bare node:http + pg GET /ops/audit (first page)', bare, '/ops/audit', false),
+      target('express', 'bare Express 5 + pg GET /ops/audit (first page)', express, '/ops/audit', false),
       target('ping', 'ours GET /v1/ping', ours, '/v1/ping', false),
       ...lists.map((l) => target(l.key, l.label, ours, `/ops/audit${l.query ? `?${l.query}` : ''}`, true)),
       target('stats', 'GET /ops/audit/stats (30 days)', ours, statsPath, true),
@@ -337,7 +349,11 @@ async function main(): Promise<void> {
     // -----------------------------------------------------------------------------------------
     const r = (key: string) => medianRow(rows.get(key)!);
     console.log(`\nmedian of ${opts.rounds} round(s) of ${opts.duration} s, ${opts.connections} connections:\n${HEADER}\n${'-'.repeat(HEADER.length)}`);
-    for (const tg of targets) console.log(line(r(tg.key), tg.aim ? `p99 ${r(tg.key).p99ms < AIM_P99_MS ? '<' : '≥'} ${AIM_P99_MS} ms` : 'baseline'));
+    const vsExpress = median(rows.get('first')!.map((row, i) => row.rps / rows.get('express')![i]!.rps));
+    for (const tg of targets) {
+      const note = tg.key === 'express' ? 'the ceiling' : tg.key === 'first' ? `${vsExpress.toFixed(2)}× the ceiling; ` : '';
+      console.log(line(r(tg.key), tg.aim ? `${note}p99 ${r(tg.key).p99ms < AIM_P99_MS ? '<' : '≥'} ${AIM_P99_MS} ms` : note || 'baseline'));
+    }
     const on = medianRow(loginRows.on);
     const off = medianRow(loginRows.off);
     console.log(`\nlogin, ${opts.loginConnections} connections (median of ${opts.loginRounds} round(s) each):\n${HEADER}\n${'-'.repeat(HEADER.length)}`);
@@ -362,6 +378,12 @@ async function main(): Promise<void> {
       const p99 = r(tg.key).p99ms;
       console.log(`  ${verdict(p99 < AIM_P99_MS)}  p99 < ${AIM_P99_MS} ms  ${tg.label.padEnd(46)} ${p99.toFixed(2)} ms`);
     }
+    const first = r('first');
+    const ceiling = r('express');
+    console.log(
+      `  ${verdict(vsExpress >= 0.9)}  GET /ops/audit first page ≥ 0.9× bare Express + pg (issue 26): ${vsExpress.toFixed(2)}×; ` +
+        `${verdict(first.p99ms <= 1.5 * ceiling.p99ms)}  p99 ≤ 1.5× its: ${first.p99ms.toFixed(2)} vs ${ceiling.p99ms.toFixed(2)} ms; CPU per request ${(first.cpuUs / ceiling.cpuUs).toFixed(2)}× its`,
+    );
     console.log(
       `  login overhead of audit writes: ${(median(overhead) * 100).toFixed(1)}% of the throughput (median of the rounds' ratios: ${overhead.map((o) => `${(o * 100).toFixed(1)}%`).join(', ')}); ` +
         `p50 ${on.p50ms.toFixed(2)} vs ${off.p50ms.toFixed(2)} ms, p99 ${on.p99ms.toFixed(2)} vs ${off.p99ms.toFixed(2)} ms (ON vs OFF)`,

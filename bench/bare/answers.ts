@@ -1,0 +1,155 @@
+// What the bare baselines answer, with no framework: the same SQL the service sends for each
+// benchmarked request, on node-pg with the same pool size, as the same application role (row-level
+// security applies), in the same round trips, and the same JSON bodies:
+//
+//   GET /v1/ping                   no database
+//   GET /v1/auth/me                the session lookup (src/sessions/store.ts FIND_LIVE_SESSION)
+//   GET /v1/orgs                   lookup; BEGIN; set_config (src/platform/tenant-context.ts); the list; COMMIT
+//   GET /v1/orgs/{orgId}           lookup; app_enter_org (src/orgs/store.ts), one statement
+//   GET /v1/orgs/{orgId}/projects  lookup; app_org_projects (src/projects/store.ts), one statement
+//   GET /ops/audit                 lookup (an operator's bearer session); the first page (src/audit/store.ts)
+//
+// node.ts serves them on node:http, express.ts on Express 5 routes: the two ceilings a request of
+// the service is compared with. The statement texts are what knex generates for those calls.
+//
+// Environment: BARE_DATABASE_URL (no database routes without it), BARE_POOL_MAX (10).
+import pg from 'pg';
+import { hashToken, looksLikeToken } from '../../src/sessions/tokens';
+import { ENTER_ORG, FIND_LIVE_SESSION, LIST_ORGS, LIST_PROJECTS_AS_MEMBER, SET_CONTEXT } from '../orgs/sql';
+
+const LIMIT = 50;
+const IDLE_TIMEOUT_MS = 14 * 24 * 3600 * 1000; // SESSION_IDLE_TIMEOUT_SECONDS default
+const TOUCH_EVERY_MS = 60_000;
+const AUDIT_PAGE =
+  'select id, at, action, actor_kind, actor_id, target_kind, target_id, org_id, ip, user_agent, request_id, data, (extract(epoch from at) * 1000000)::bigint as at_us from audit_events where true order by at desc, id desc limit $1';
+
+/** Status and JSON body. */
+export type Answer = [number, unknown];
+
+let pool: pg.Pool | undefined;
+const db = () =>
+  (pool ??= new pg.Pool({ connectionString: process.env.BARE_DATABASE_URL, max: Number(process.env.BARE_POOL_MAX ?? 10), idleTimeoutMillis: 30_000 }));
+export const closePool = () => pool?.end();
+
+const iso = (d: Date) => d.toISOString();
+/* eslint-disable @typescript-eslint/no-explicit-any -- rows of known statements, mapped field by field as the service does */
+const orgBody = (r: any) => ({
+  id: r.id,
+  name: r.name,
+  slug: r.slug,
+  role: r.role,
+  member_count: r.member_count,
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+  deleted_at: r.deleted_at ? iso(r.deleted_at) : null,
+});
+const projectBody = (r: any) => ({
+  id: r.id,
+  org_id: r.org_id,
+  name: r.name,
+  description: r.description,
+  created_by: r.created_by,
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+});
+const userBody = (r: any) => ({
+  id: r.id,
+  email: r.email,
+  email_verified: r.email_verified_at !== null,
+  name: r.name,
+  operator: r.is_operator,
+  mfa: { enabled: r.mfa_totp || r.mfa_passkeys > 0, totp: r.mfa_totp, passkeys: r.mfa_passkeys, recovery_codes_remaining: r.mfa_recovery_codes },
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+});
+const auditBody = (r: any) => ({
+  id: r.id,
+  at: iso(r.at),
+  action: r.action,
+  actor: { kind: r.actor_kind, id: r.actor_id },
+  target: r.target_kind !== null && r.target_id !== null ? { kind: r.target_kind, id: r.target_id } : null,
+  org_id: r.org_id,
+  ip: r.ip,
+  user_agent: r.user_agent,
+  request_id: r.request_id,
+  data: r.data,
+});
+const listBody = (rows: any[], toBody: (r: any) => unknown, keyOf: (r: any) => Record<string, unknown> = (r) => ({ id: r.id })) => {
+  const items = rows.slice(0, LIMIT);
+  const next = rows.length > LIMIT ? Buffer.from(JSON.stringify(keyOf(items[items.length - 1]))).toString('base64url') : null;
+  return { items: items.map(toBody), next_cursor: next };
+};
+
+/** The live session's row (user and second factors) of `Authorization: Bearer …`, touched as the service does. */
+async function sessionOf(authorization: string | undefined): Promise<any | null> {
+  const token = authorization?.startsWith('Bearer ') ? authorization.slice(7).trim() : '';
+  if (!looksLikeToken(token)) return null;
+  const now = Date.now();
+  const { rows } = await db().query({
+    ...FIND_LIVE_SESSION,
+    values: [hashToken(token), new Date(now), new Date(now - IDLE_TIMEOUT_MS), new Date(now - TOUCH_EVERY_MS)],
+  });
+  return rows[0] && rows[0].transport === 'bearer' ? rows[0] : null;
+}
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
+/** One transaction as `userId`, like Services.actingAs (a set_config statement after BEGIN). */
+async function actingAs<T>(userId: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await db().connect();
+  try {
+    await client.query('BEGIN;');
+    await client.query(SET_CONTEXT, [userId, '', '']);
+    const result = await fn(client);
+    await client.query('COMMIT;');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK;').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+const UNAUTHENTICATED: Answer = [401, { code: 'unauthenticated' }];
+const NOT_FOUND: Answer = [404, { code: 'not_found' }];
+
+export const ping = (): Answer => [200, { pong: true, time: new Date().toISOString() }];
+
+export async function me(authorization: string | undefined): Promise<Answer> {
+  const session = await sessionOf(authorization);
+  return session ? [200, userBody(session)] : UNAUTHENTICATED;
+}
+
+export async function listOrgs(authorization: string | undefined): Promise<Answer> {
+  const session = await sessionOf(authorization);
+  if (!session) return UNAUTHENTICATED;
+  const rows = await actingAs(session.id, async (c) => (await c.query({ name: 'orgs.member_organisations', text: LIST_ORGS, values: [session.id, null, null, LIMIT + 1] })).rows);
+  return [200, listBody(rows, orgBody)];
+}
+
+/** One statement, no explicit transaction (as OrgService.get). */
+export async function getOrg(authorization: string | undefined, orgId: string): Promise<Answer> {
+  const session = await sessionOf(authorization);
+  if (!session) return UNAUTHENTICATED;
+  const found = (await db().query({ ...ENTER_ORG, values: [session.id, orgId, false] })).rows[0];
+  return found && !found.deleted_at ? [200, orgBody(found)] : NOT_FOUND;
+}
+
+/** One statement, no explicit transaction (as ProjectService.list). */
+export async function listProjects(authorization: string | undefined, orgId: string, cursor: string | undefined): Promise<Answer> {
+  const session = await sessionOf(authorization);
+  if (!session) return UNAUTHENTICATED;
+  const before = cursor ? (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')).id as string) : null;
+  const rows = (await db().query({ ...LIST_PROJECTS_AS_MEMBER, values: [session.id, orgId, before, LIMIT + 1] })).rows;
+  if (!rows.length || rows[0].org_deleted_at) return NOT_FOUND;
+  return [200, listBody(rows.filter((r) => r.id !== null), projectBody)];
+}
+
+/** The first page of the audit log, for an operator. */
+export async function listAudit(authorization: string | undefined): Promise<Answer> {
+  const session = await sessionOf(authorization);
+  if (!session) return UNAUTHENTICATED;
+  if (!session.is_operator) return [403, { code: 'forbidden' }];
+  const rows = (await db().query(AUDIT_PAGE, [LIMIT + 1])).rows;
+  return [200, listBody(rows, auditBody, (r) => ({ at: Number(r.at_us), id: r.id }))];
+}
