@@ -2337,7 +2337,7 @@ export interface components {
          * @example not_found
          * @enum {string}
          */
-        ProblemCode: "account_disabled" | "account_exists" | "already_member" | "already_verified" | "bad_request" | "email_not_verified" | "email_taken" | "forbidden" | "internal" | "invalid_ceremony" | "invalid_challenge" | "invalid_code" | "invalid_credentials" | "invalid_job_config" | "invalid_setting_value" | "invalid_signature" | "invalid_state" | "invalid_token" | "invitation_email_mismatch" | "invitation_expired" | "invitation_not_found" | "invitation_pending" | "invitation_revoked" | "invitation_used" | "job_disabled" | "job_finalized" | "job_not_runnable" | "job_payload_cleared" | "job_running" | "last_owner" | "last_sign_in_method" | "malformed_body" | "method_not_allowed" | "mfa_not_enabled" | "no_passkeys" | "not_deleted" | "not_found" | "passkey_already_registered" | "passkey_limit_reached" | "passkey_verification_failed" | "password_not_set" | "password_too_common" | "payload_too_large" | "project_name_taken" | "provider_already_linked" | "provider_not_configured" | "provider_unavailable" | "rate_limited" | "redirect_not_allowed" | "registration_closed" | "request_header_fields_too_large" | "request_timeout" | "second_factor_required" | "slug_taken" | "totp_already_enabled" | "totp_setup_not_started" | "unauthenticated" | "unavailable" | "unsupported_media_type" | "validation_failed" | "version_conflict";
+        ProblemCode: "account_disabled" | "account_exists" | "already_member" | "already_verified" | "bad_request" | "email_not_verified" | "email_taken" | "forbidden" | "idempotency_key_in_use" | "idempotency_key_reused" | "internal" | "invalid_ceremony" | "invalid_challenge" | "invalid_code" | "invalid_credentials" | "invalid_job_config" | "invalid_setting_value" | "invalid_signature" | "invalid_state" | "invalid_token" | "invitation_email_mismatch" | "invitation_expired" | "invitation_not_found" | "invitation_pending" | "invitation_revoked" | "invitation_used" | "job_disabled" | "job_finalized" | "job_not_runnable" | "job_payload_cleared" | "job_running" | "last_owner" | "last_sign_in_method" | "malformed_body" | "method_not_allowed" | "mfa_not_enabled" | "no_passkeys" | "not_deleted" | "not_found" | "passkey_already_registered" | "passkey_limit_reached" | "passkey_verification_failed" | "password_not_set" | "password_too_common" | "payload_too_large" | "project_name_taken" | "provider_already_linked" | "provider_not_configured" | "provider_unavailable" | "rate_limited" | "redirect_not_allowed" | "registration_closed" | "request_header_fields_too_large" | "request_timeout" | "second_factor_required" | "slug_taken" | "totp_already_enabled" | "totp_setup_not_started" | "unauthenticated" | "unavailable" | "unsupported_media_type" | "validation_failed" | "version_conflict";
         /**
          * @description Problem type; always `about:blank`.
          * @example about:blank
@@ -3271,7 +3271,7 @@ export interface components {
          */
         EmailNotVerifiedOrForbiddenProblemCode: "email_not_verified" | "forbidden";
         /**
-         * @description A 409 Problem whose `code` is `slug_taken`.
+         * @description A 409 Problem whose `code` is `slug_taken` or `idempotency_key_in_use`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Conflict",
@@ -3294,9 +3294,9 @@ export interface components {
          * @example slug_taken
          * @enum {string}
          */
-        SlugTakenProblemCode: "slug_taken";
+        SlugTakenProblemCode: "slug_taken" | "idempotency_key_in_use";
         /**
-         * @description A 409 Problem whose `code` is `not_deleted`.
+         * @description A 409 Problem whose `code` is `not_deleted` or `idempotency_key_in_use`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Conflict",
@@ -3319,9 +3319,9 @@ export interface components {
          * @example not_deleted
          * @enum {string}
          */
-        NotDeletedProblemCode: "not_deleted";
+        NotDeletedProblemCode: "not_deleted" | "idempotency_key_in_use";
         /**
-         * @description A 409 Problem whose `code` is `already_member` or `invitation_pending`.
+         * @description A 409 Problem whose `code` is `already_member` or `invitation_pending` or `idempotency_key_in_use`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Conflict",
@@ -3344,7 +3344,7 @@ export interface components {
          * @example already_member
          * @enum {string}
          */
-        AlreadyMemberOrInvitationPendingProblemCode: "already_member" | "invitation_pending";
+        AlreadyMemberOrInvitationPendingProblemCode: "already_member" | "invitation_pending" | "idempotency_key_in_use";
         /**
          * @description A 403 Problem whose `code` is `email_not_verified` or `invitation_email_mismatch` or `forbidden`.
          * @example {
@@ -3396,7 +3396,7 @@ export interface components {
          */
         InvitationNotFoundProblemCode: "invitation_not_found";
         /**
-         * @description A 409 Problem whose `code` is `already_member`.
+         * @description A 409 Problem whose `code` is `already_member` or `idempotency_key_in_use`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Conflict",
@@ -3419,7 +3419,7 @@ export interface components {
          * @example already_member
          * @enum {string}
          */
-        AlreadyMemberProblemCode: "already_member";
+        AlreadyMemberProblemCode: "already_member" | "idempotency_key_in_use";
         /**
          * @description A 410 Problem whose `code` is `invitation_expired` or `invitation_revoked` or `invitation_used`.
          * @example {
@@ -3446,7 +3446,7 @@ export interface components {
          */
         InvitationGoneProblemCode: "invitation_expired" | "invitation_revoked" | "invitation_used";
         /**
-         * @description A 409 Problem whose `code` is `project_name_taken`.
+         * @description A 409 Problem whose `code` is `project_name_taken` or `idempotency_key_in_use`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Conflict",
@@ -3469,7 +3469,7 @@ export interface components {
          * @example project_name_taken
          * @enum {string}
          */
-        ProjectNameTakenProblemCode: "project_name_taken";
+        ProjectNameTakenProblemCode: "project_name_taken" | "idempotency_key_in_use";
         /**
          * @description A 409 Problem whose `code` is `version_conflict`.
          * @example {
@@ -3560,7 +3560,7 @@ export interface components {
          */
         JobConfigValidationProblemCode: "validation_failed" | "invalid_job_config";
         /**
-         * @description A 409 Problem whose `code` is `job_disabled`.
+         * @description A 409 Problem whose `code` is `job_disabled` or `idempotency_key_in_use`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Conflict",
@@ -3583,9 +3583,9 @@ export interface components {
          * @example job_disabled
          * @enum {string}
          */
-        JobDisabledProblemCode: "job_disabled";
+        JobDisabledProblemCode: "job_disabled" | "idempotency_key_in_use";
         /**
-         * @description A 422 Problem whose `code` is `validation_failed` or `job_not_runnable`. `errors` names every offending part of the request.
+         * @description A 422 Problem whose `code` is `validation_failed` or `job_not_runnable` or `idempotency_key_reused`. `errors` names every offending part of the request.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unprocessable Content",
@@ -3615,7 +3615,7 @@ export interface components {
          * @example job_not_runnable
          * @enum {string}
          */
-        JobRunValidationProblemCode: "validation_failed" | "job_not_runnable";
+        JobRunValidationProblemCode: "validation_failed" | "job_not_runnable" | "idempotency_key_reused";
         /**
          * @description A 422 Problem whose `code` is `validation_failed` or `job_finalized`. `errors` names every offending part of the request.
          * @example {
@@ -7001,7 +7001,7 @@ export interface components {
          */
         RetentionPolicy: {
             /**
-             * @description The policy name (`audit_events`, `job_runs`, `expired_sessions`, `expired_codes`, `deleted_organisations`, `instances`, `sent_mail`; more may appear).
+             * @description The policy name (`audit_events`, `job_runs`, `expired_sessions`, `expired_codes`, `deleted_organisations`, `idempotency_keys`, `instances`, `sent_mail`; more may appear).
              * @example audit_events
              */
             name: string;
@@ -7073,6 +7073,15 @@ export interface components {
          *           "last_run_at": "2026-11-22T03:00:00Z",
          *           "next_run_at": "2026-11-23T03:00:00Z",
          *           "last_deleted": 97
+         *         },
+         *         {
+         *           "name": "idempotency_keys",
+         *           "applies_to": "Idempotency keys and the answers recorded with them, once expired (`keep` after the request that recorded them).",
+         *           "keep": "24h0m0s",
+         *           "setting": "retention.idempotency_keys",
+         *           "last_run_at": "2026-11-22T03:00:00Z",
+         *           "next_run_at": "2026-11-23T03:00:00Z",
+         *           "last_deleted": 5120
          *         },
          *         {
          *           "name": "instances",
@@ -8362,6 +8371,113 @@ export interface components {
              */
             message: string;
         };
+        /**
+         * @description A 409 Problem whose `code` is `idempotency_key_in_use`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "Another request with this Idempotency-Key is still being processed. Retry after Retry-After seconds to get its answer.",
+         *       "code": "idempotency_key_in_use",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        IdempotencyKeyInUseProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["IdempotencyKeyInUseProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `IdempotencyKeyInUseProblem`.
+         * @example idempotency_key_in_use
+         * @enum {string}
+         */
+        IdempotencyKeyInUseProblemCode: "idempotency_key_in_use";
+        /**
+         * @description A 422 Problem whose `code` is `validation_failed` or `idempotency_key_reused`. `errors` names every offending part of the request.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "detail": "The request does not match the contract.",
+         *       "code": "validation_failed",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w",
+         *       "errors": [
+         *         {
+         *           "message": "must NOT have more than 16 characters",
+         *           "location": "body.code"
+         *         }
+         *       ]
+         *     }
+         */
+        ValidationOrKeyReusedProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["ValidationOrKeyReusedProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+            errors: components["schemas"]["ValidationIssues"];
+        };
+        /**
+         * @description The `code` values of a `ValidationOrKeyReusedProblem`.
+         * @example validation_failed
+         * @enum {string}
+         */
+        ValidationOrKeyReusedProblemCode: "validation_failed" | "idempotency_key_reused";
+        /**
+         * @description A 409 Problem whose `code` is `already_verified` or `idempotency_key_in_use`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "Your email address is already verified.",
+         *       "code": "already_verified",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        AlreadyVerifiedOrKeyInUseProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["AlreadyVerifiedOrKeyInUseProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `AlreadyVerifiedOrKeyInUseProblem`.
+         * @example already_verified
+         * @enum {string}
+         */
+        AlreadyVerifiedOrKeyInUseProblemCode: "already_verified" | "idempotency_key_in_use";
+        /**
+         * @description A 409 Problem whose `code` is `last_owner` or `idempotency_key_in_use`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "detail": "An organisation must keep at least one owner.",
+         *       "code": "last_owner",
+         *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+         *     }
+         */
+        LastOwnerOrKeyInUseProblem: {
+            type: components["schemas"]["ProblemType"];
+            title: components["schemas"]["ProblemTitle"];
+            status: components["schemas"]["ProblemStatus"];
+            detail: components["schemas"]["ProblemDetail"];
+            code: components["schemas"]["LastOwnerOrKeyInUseProblemCode"];
+            request_id: components["schemas"]["ProblemRequestId"];
+        };
+        /**
+         * @description The `code` values of a `LastOwnerOrKeyInUseProblem`.
+         * @example last_owner
+         * @enum {string}
+         */
+        LastOwnerOrKeyInUseProblemCode: "last_owner" | "idempotency_key_in_use";
     };
     responses: {
         /** @description The body is not valid JSON (or not JSON at all). Codes: `malformed_body`. */
@@ -8671,6 +8787,37 @@ export interface components {
                 "application/problem+json": components["schemas"]["UnavailableProblem"];
             };
         };
+        /** @description Another request with the same `Idempotency-Key` is still being processed: retry after `Retry-After` seconds to get its answer. Codes: `idempotency_key_in_use`. */
+        IdempotencyKeyInUse: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "Another request with this Idempotency-Key is still being processed. Retry after Retry-After seconds to get its answer.",
+                 *       "code": "idempotency_key_in_use",
+                 *       "request_id": "req_01jd8x4k3m5n6p7q8r9s0t1v2w"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["IdempotencyKeyInUseProblem"];
+            };
+        };
+        /** @description The request does not match the contract (`validation_failed`; `errors` names every offending part, a malformed `Idempotency-Key` at `header.Idempotency-Key`), or its `Idempotency-Key` was used with a different request (`idempotency_key_reused`; use a new key). Codes: `validation_failed`, `idempotency_key_reused`. */
+        ValidationFailedOrKeyReused: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ValidationOrKeyReusedProblem"];
+            };
+        };
     };
     parameters: {
         /** @description Maximum number of items to return (1–200). */
@@ -8770,6 +8917,18 @@ export interface components {
          *     not a queue name answers 422 naming it (`query.queue[0]`).
          */
         JobRunQueueQuery: components["schemas"]["QueueName"][];
+        /**
+         * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+         *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+         *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+         *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+         *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+         *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+         *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+         *     user's request with the same key is unrelated.
+         * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+         */
+        IdempotencyKey: string;
     };
     requestBodies: never;
     headers: {
@@ -8805,6 +8964,8 @@ export interface components {
          *     forward sets the cookie again with the new `Max-Age`.
          */
         SetSessionCookie: string;
+        /** @description `true` on an answer replayed for a retry with the same `Idempotency-Key` (the status, body and headers the first request got, byte for byte; nothing was done again). Absent on an answer the request itself produced. */
+        IdempotentReplayed: "true";
     };
     pathItems: never;
 }
@@ -9570,7 +9731,20 @@ export interface operations {
     resendVerificationEmail: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9583,6 +9757,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9591,17 +9766,19 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
-            /** @description The email address is already verified. Codes: `already_verified`. */
+            /** @description The email address is already verified. Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `already_verified`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["AlreadyVerifiedProblem"];
+                    "application/problem+json": components["schemas"]["AlreadyVerifiedOrKeyInUseProblem"];
                 };
             };
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -10378,7 +10555,20 @@ export interface operations {
     renamePasskey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The passkey id.
@@ -10399,6 +10589,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10409,9 +10600,10 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -10940,7 +11132,20 @@ export interface operations {
     createOrg: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -10956,6 +11161,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     /** @description The URL of the new organisation (`/v1/orgs/{orgId}`). */
                     Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10974,10 +11180,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["EmailNotVerifiedOrForbiddenProblem"];
                 };
             };
-            /** @description The requested slug is already used by another organisation (including soft-deleted ones not yet purged). Codes: `slug_taken`. */
+            /** @description The requested slug is already used by another organisation (including soft-deleted ones not yet purged). Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `slug_taken`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10986,7 +11193,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -11074,7 +11281,20 @@ export interface operations {
     updateOrg: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The organisation id. Organisations the caller is not a member of answer 404.
@@ -11094,6 +11314,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11104,10 +11325,11 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description The requested slug is already used by another organisation (including soft-deleted ones not yet purged). Codes: `slug_taken`. */
+            /** @description The requested slug is already used by another organisation (including soft-deleted ones not yet purged). Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `slug_taken`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11116,7 +11338,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -11125,7 +11347,20 @@ export interface operations {
     restoreOrg: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The organisation id. Organisations the caller is not a member of answer 404.
@@ -11141,6 +11376,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11150,17 +11386,18 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description The organisation is not deleted, so there is nothing to restore. Codes: `not_deleted`. */
+            /** @description The organisation is not deleted, so there is nothing to restore. Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `not_deleted`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotDeletedProblem"];
                 };
             };
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -11169,7 +11406,20 @@ export interface operations {
     leaveOrg: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The organisation id. Organisations the caller is not a member of answer 404.
@@ -11185,6 +11435,7 @@ export interface operations {
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -11192,17 +11443,18 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description The caller is the organisation's only owner. Codes: `last_owner`. */
+            /** @description The caller is the organisation's only owner. Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `last_owner`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["LastOwnerProblem"];
+                    "application/problem+json": components["schemas"]["LastOwnerOrKeyInUseProblem"];
                 };
             };
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -11296,7 +11548,20 @@ export interface operations {
     updateMemberRole: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The organisation id. Organisations the caller is not a member of answer 404.
@@ -11321,6 +11586,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11331,19 +11597,20 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description The change would leave the organisation without an owner. Codes: `last_owner`. */
+            /** @description The change would leave the organisation without an owner. Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `last_owner`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["LastOwnerProblem"];
+                    "application/problem+json": components["schemas"]["LastOwnerOrKeyInUseProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -11391,7 +11658,20 @@ export interface operations {
     createInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The organisation id. Organisations the caller is not a member of answer 404.
@@ -11413,6 +11693,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11423,10 +11704,11 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description The address belongs to a current member, or already has an open invitation. Codes: `already_member`, `invitation_pending`. */
+            /** @description The address belongs to a current member, or already has an open invitation. Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `already_member`, `invitation_pending`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11435,7 +11717,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             /** @description Too many invitations from this organisation (50 per hour) or too many requests from this IP; wait `Retry-After` seconds. Codes: `rate_limited`. */
             429: {
                 headers: {
@@ -11491,7 +11773,20 @@ export interface operations {
     resendInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The organisation id. Organisations the caller is not a member of answer 404.
@@ -11514,6 +11809,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11523,7 +11819,8 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            422: components["responses"]["ValidationFailed"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             /** @description The invitation was resent 3 times in the last 15 minutes, or too many requests came from this IP; wait `Retry-After` seconds. Codes: `rate_limited`. */
             429: {
                 headers: {
@@ -11542,7 +11839,20 @@ export interface operations {
     acceptInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -11556,6 +11866,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11584,10 +11895,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["InvitationNotFoundProblem"];
                 };
             };
-            /** @description The caller is already a member of the organisation. Codes: `already_member`. */
+            /** @description The caller is already a member of the organisation. Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `already_member`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11606,7 +11918,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -11653,7 +11965,20 @@ export interface operations {
     createProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The organisation id. Organisations the caller is not a member of answer 404.
@@ -11675,6 +12000,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     /** @description The URL of the new project (`/v1/orgs/{orgId}/projects/{id}`). */
                     Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11685,10 +12011,11 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description Another project of the organisation already has this name. Codes: `project_name_taken`. */
+            /** @description Another project of the organisation already has this name. Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `project_name_taken`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11697,7 +12024,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -11781,7 +12108,20 @@ export interface operations {
     updateProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The organisation id. Organisations the caller is not a member of answer 404.
@@ -11806,6 +12146,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11816,10 +12157,11 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description Another project of the organisation already has this name. Codes: `project_name_taken`. */
+            /** @description Another project of the organisation already has this name. Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `project_name_taken`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11828,7 +12170,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -12596,7 +12938,20 @@ export interface operations {
     runJobNow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The job definition's name (its job kind).
@@ -12613,6 +12968,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12641,11 +12997,12 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["OperatorOnly"];
             404: components["responses"]["NotFound"];
-            /** @description The kind is disabled (`config.enabled: false`); enable it with `PUT /ops/jobs/definitions/{name}` first. Codes: `job_disabled`. */
+            /** @description The kind is disabled (`config.enabled: false`); enable it with `PUT /ops/jobs/definitions/{name}` first. Or another request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`): retry after `Retry-After` seconds to get its answer. Codes: `job_disabled`, `idempotency_key_in_use`. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12655,7 +13012,7 @@ export interface operations {
             /**
              * @description The path parameter does not match the contract (`validation_failed`), or the kind
              *     needs a payload from the application and cannot be run without one
-             *     (`job_not_runnable`, located at `path.name`). Codes: `validation_failed`, `job_not_runnable`.
+             *     (`job_not_runnable`, located at `path.name`). Or its `Idempotency-Key` was used with a different request (`idempotency_key_reused`; use a new key). Codes: `validation_failed`, `job_not_runnable`, `idempotency_key_reused`.
              */
             422: {
                 headers: {
@@ -13144,7 +13501,20 @@ export interface operations {
     sendTestMail: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes retrying this write safe (see "Safe retries" in the introduction). One key per logical
+                 *     write, kept across its retries: a UUID (`crypto.randomUUID()`) is a good one. Sent as a
+                 *     Structured Field string (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII
+                 *     characters between double quotes, `"` and `\` escaped with `\`, e.g.
+                 *     `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`. The same key sent bare (without
+                 *     quotes; then no spaces and no `"`) is accepted too and is the same key. Anything else answers
+                 *     422 `validation_failed` at `header.Idempotency-Key`. Keys are the caller's own: another
+                 *     user's request with the same key is unrelated.
+                 * @example "8e03978e-40d5-43e8-bc93-6894a57f9324"
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -13159,6 +13529,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13168,9 +13539,10 @@ export interface operations {
             400: components["responses"]["MalformedBody"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["OperatorOnly"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            422: components["responses"]["ValidationFailedOrKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

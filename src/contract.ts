@@ -129,12 +129,26 @@ export function resolveRef(document: JsonObject, obj: any): any {
   return obj;
 }
 
-/** The document handed to openapi-backend: each operation states its effective security. */
+/** The shared Idempotency-Key parameter of the operations that take one. */
+const IDEMPOTENCY_KEY_PARAMETER = '#/components/parameters/IdempotencyKey';
+
+/**
+ * The document handed to openapi-backend: each operation states its effective security, and
+ * declares no Idempotency-Key. The router reads that header itself, only on a request that sends
+ * it (src/http/idempotent-call.ts): as a declared parameter, every request of those operations
+ * would go through the full parameter validation, and one without the key must pay nothing.
+ */
 export function routingDocument(contract: Contract): JsonObject {
   const doc = structuredClone(contract.document);
   for (const item of Object.values<JsonObject>(doc.paths)) {
     for (const method of METHODS) {
-      if (item[method] && !item[method].security) item[method].security = doc.security ?? [];
+      const op = item[method];
+      if (!op) continue;
+      if (!op.security) op.security = doc.security ?? [];
+      if (op.parameters) {
+        op.parameters = op.parameters.filter((p: JsonObject) => p.$ref !== IDEMPOTENCY_KEY_PARAMETER && !(p.in === 'header' && /^idempotency-key$/i.test(p.name)));
+        if (!op.parameters.length) delete op.parameters;
+      }
     }
   }
   return doc;
@@ -187,4 +201,4 @@ function compareKinds(a: number[], b: number[]): number {
   return 0;
 }
 
-const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+export const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

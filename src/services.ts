@@ -9,6 +9,11 @@
 //
 // Rate limits (Redis) and password hashing (bcrypt) refuse to run on a transaction's services: a
 // Redis round trip or 250 ms of bcrypt inside an open transaction holds a connection and its locks.
+// One exception, asked for by name (`transaction(fn, { limitsInside: true })`): the transaction a
+// request with an Idempotency-Key runs its whole operation in (src/http/idempotent-call.ts), where
+// an operation that counts a limit between its own transactions (invitations, verification mail)
+// now counts it inside the one transaction. A Redis round trip is about a millisecond; that path is
+// opt-in per request, and bcrypt stays refused there (no keyed operation hashes a password).
 import type { Knex } from 'knex';
 import type { Config } from './config';
 import type { Logger } from './logger';
@@ -20,6 +25,7 @@ import type { Mailer } from './mail/mailer';
 import type { RuntimeSettings } from './settings/runtime';
 import type { SocialProviders } from './social/providers';
 import type { Metrics } from './platform/metrics';
+import type { LimitObserver } from './ratelimit/limits';
 import { AuditService } from './audit/service';
 import { SessionService } from './sessions/service';
 import { Limits } from './ratelimit/limits';
@@ -49,6 +55,7 @@ import { SettingsService } from './settings/service';
 import { RetentionService } from './retention/service';
 import { SocialService } from './social/service';
 import { IdentityService } from './social/identities';
+import { IdempotencyService } from './idempotency/service';
 import { setTenantContext, type TenantContext } from './platform/tenant-context';
 
 /** The long-lived parts the services use (built once by the composition root, src/app-context-factory.ts). */
@@ -66,6 +73,14 @@ export interface Platform {
   now: () => Date;
 }
 
+/** How a scope's rate limits behave. */
+export interface LimitOptions {
+  /** Hears of every count: the request's RateLimit headers (src/http/rate-limit-headers.ts). */
+  report?: LimitObserver;
+  /** Limits may be counted inside this transaction (the exception above). */
+  inside?: boolean;
+}
+
 /**
  * Every service, built once per scope and wired to its collaborators. It satisfies each service's
  * own `Scope<{ … }>`: a service sees only what it declared.
@@ -79,6 +94,7 @@ export class Services {
     readonly trx: Knex.Transaction | null = null,
     /** Runs enqueued in this transaction, handed over after commit; null outside a transaction. */
     private readonly pendingRuns: JobRun[] | null = null,
+    private readonly limitOptions: LimitOptions = {},
   ) {}
 
   /** Where queries go: the transaction, else the platform's pool (read on each use). */
@@ -126,11 +142,13 @@ export class Services {
   /**
    * Runs `fn` in one transaction with services bound to it (or in the caller's, when this scope
    * is one). After the commit, the job runs enqueued inside are handed over to BullMQ.
+   * `limitsInside`: rate limits may be counted inside (only the keyed request's transaction).
    */
-  async transaction<T>(fn: (tx: Services) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Services) => Promise<T>, options: { limitsInside?: boolean } = {}): Promise<T> {
     if (this.pendingRuns) return fn(this);
     const pending: JobRun[] = [];
-    const result = await this.platform.db.transaction((trx) => fn(new Services(this.platform, trx, pending)));
+    const limits: LimitOptions = { report: this.limitOptions.report, inside: options.limitsInside };
+    const result = await this.platform.db.transaction((trx) => fn(new Services(this.platform, trx, pending, limits)));
     if (pending.length) await this.platform.jobs.handOver(pending);
     return result;
   }
@@ -173,7 +191,10 @@ export class Services {
   }
 
   get limits(): Limits {
-    return this.once('limits', () => new Limits(this.platform.redis, this.config.redisPrefix, this.platform.runtimeSettings, this.inTransaction));
+    return this.once(
+      'limits',
+      () => new Limits(this.platform.redis, this.config.redisPrefix, this.platform.runtimeSettings, this.inTransaction && !this.limitOptions.inside, this.limitOptions.report),
+    );
   }
 
   get passwords(): PasswordHasher {
@@ -278,5 +299,9 @@ export class Services {
 
   get retention(): RetentionService {
     return this.once('retention', () => new RetentionService(this));
+  }
+
+  get idempotency(): IdempotencyService {
+    return this.once('idempotency', () => new IdempotencyService(this));
   }
 }

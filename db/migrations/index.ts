@@ -17,6 +17,7 @@ import * as socialSignIn from './20261126000000_social_sign_in';
 import * as operatorsAndAppRolePassword from './20261126100000_operators_and_app_role_password';
 import * as erasureIgnoresCase from './20261126110000_erasure_ignores_case';
 import * as jobRunTraceparent from './20261127000000_job_run_traceparent';
+import * as idempotencyKeys from './20261128000000_idempotency_keys';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
@@ -34,6 +35,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126100000_operators_and_app_role_password': operatorsAndAppRolePassword,
   '20261126110000_erasure_ignores_case': erasureIgnoresCase,
   '20261127000000_job_run_traceparent': jobRunTraceparent,
+  '20261128000000_idempotency_keys': idempotencyKeys,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

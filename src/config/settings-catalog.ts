@@ -116,6 +116,14 @@ const SETTINGS = {
   'retention.deleted_organisations': retention(30, 'How long soft-deleted organisations can be restored before they are purged'),
   'retention.instances': retention(90, 'How long records of stopped or silent instances are kept'),
   'retention.sent_mail': retention(30, 'How long records of sent email are kept'),
+  // Short by design: a retry comes within minutes, and each row holds an answer. Not `retention()`:
+  // its ten-year bound would let the table hold every write's answer for years.
+  'retention.idempotency_keys': duration({
+    fallbackMs: DAY_MS,
+    minMs: HOUR_MS,
+    maxMs: 30 * DAY_MS,
+    description: 'How long a request with an Idempotency-Key is remembered, so a retry with that key replays its answer; a change applies to keys recorded afterwards',
+  }),
 } satisfies Record<string, Definition<boolean> | Definition<number> | Definition<string>>;
 
 export type SettingKey = keyof typeof SETTINGS;

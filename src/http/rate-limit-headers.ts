@@ -9,7 +9,6 @@ import type { Response } from 'express';
 import type { AppContext } from '../app-context';
 import type { Contract, OperationInfo } from '../contract';
 import { Services } from '../services';
-import { Limits } from '../ratelimit/limits';
 import { LimitReport } from '../ratelimit/report';
 import { RATE_LIMIT_HEADER, rateLimitFields } from '../ratelimit/fields';
 
@@ -26,26 +25,11 @@ export function setRateLimitHeaders(res: Response, report: LimitReport | undefin
 }
 
 /**
- * The services of one request whose limits write into `report`. Every other service is made on
- * first use as in any scope; transactions opened from here get plain services (limits are never
- * counted inside a transaction).
+ * The services of one request whose limits write into `report`. Transactions opened from here
+ * carry the report too; they refuse to count limits unless opened for a keyed request
+ * (src/services.ts).
  */
-class LimitReportingServices extends Services {
-  private reportingLimits: Limits | undefined;
-
-  constructor(
-    platform: AppContext,
-    private readonly report: LimitReport,
-  ) {
-    super(platform);
-  }
-
-  override get limits(): Limits {
-    return (this.reportingLimits ??= new Limits(this.platform.redis, this.config.redisPrefix, this.platform.runtimeSettings, false, this.report));
-  }
-}
-
 export function servicesReportingLimits(app: AppContext): { services: Services; report: LimitReport } {
   const report = new LimitReport();
-  return { services: new LimitReportingServices(app, report), report };
+  return { services: new Services(app, null, null, { report }), report };
 }

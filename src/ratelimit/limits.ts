@@ -7,7 +7,8 @@
 // The per-IP ceiling (ip-ceiling.ts) is separate: it counts in memory and syncs every 100 ms.
 //
 // Rate limits keep to their own Redis keys (`<prefix>rl:<limit>:<subject>`): no other module reads
-// them. Not callable inside a database transaction (see src/services.ts).
+// them. Not callable inside a database transaction (see src/services.ts), but for the one a keyed
+// request runs in, which asks for it.
 import type { SettingKey, SettingOf } from '../config/settings-catalog';
 import type { RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
@@ -71,7 +72,8 @@ export interface LimitState {
 export class Limits {
   /**
    * `keyPrefix`: the deployment's Redis prefix; `settings`: where the budgets are read, at each
-   * attempt; `report`: the request's, which hears of everything counted (its RateLimit headers).
+   * attempt; `inTransaction`: refuse to count (the scope is a transaction that did not allow it);
+   * `report`: the request's, which hears of everything counted (its RateLimit headers).
    */
   constructor(
     private readonly redis: RedisClient,

@@ -13,6 +13,7 @@ import type { ReleaseService } from '../releases/service';
 import type { JobRunsService } from '../jobs/runs';
 import type { JobDefinitionsService } from '../jobs/definitions';
 import type { MailService } from '../mail/service';
+import type { IdempotencyService } from '../idempotency/service';
 import type { SettingKey } from '../config/settings-catalog';
 
 /** Every domain a policy deletes through. */
@@ -28,6 +29,7 @@ export type RetentionScope = Scope<{
   jobRuns: JobRunsService;
   jobDefinitions: JobDefinitionsService;
   mail: MailService;
+  idempotency: IdempotencyService;
 }>;
 
 export interface RetentionPolicy {
@@ -69,6 +71,14 @@ export const RETENTION_POLICIES: RetentionPolicy[] = [
     appliesTo: 'Sessions expired or revoked longer than `keep` ago.',
     setting: 'retention.expired_sessions',
     enforce: (s, before) => s.sessions.pruneEnded(before),
+  },
+  {
+    name: 'idempotency_keys',
+    // Each key's expiry was fixed when it was recorded (`keep` then): a changed period applies to
+    // keys recorded afterwards, so a client is never told less than it was promised.
+    appliesTo: 'Idempotency keys and the answers recorded with them, once expired (`keep` after the request that recorded them).',
+    setting: 'retention.idempotency_keys',
+    enforce: (s) => s.idempotency.pruneExpired(s.now()),
   },
   {
     name: 'instances',

@@ -15,6 +15,7 @@ export const FLOORS: string[][] = [
   ['audit'],
   ['jobs'],
   ['settings'],
+  ['idempotency'],
   ['ratelimit'],
   ['mail'],
   ['releases'],

@@ -35,7 +35,7 @@ const policies = async () => {
 
 it('lists every policy sorted by name, with its period in force and the next run, before any run', async () => {
   const res = await t.http.get('/ops/retention').set('Authorization', operator.auth).expect(200);
-  expect(res.body.items.map((p: any) => p.name)).toEqual(['audit_events', 'deleted_organisations', 'expired_codes', 'expired_sessions', 'instances', 'job_runs', 'sent_mail']);
+  expect(res.body.items.map((p: any) => p.name)).toEqual(['audit_events', 'deleted_organisations', 'expired_codes', 'expired_sessions', 'idempotency_keys', 'instances', 'job_runs', 'sent_mail']);
   expect(res.body.next_cursor).toBeNull();
   expect(res.body.items[0]).toMatchObject({ name: 'audit_events', keep: '8760h0m0s', setting: 'retention.audit_events', last_run_at: null, last_deleted: null });
   expect(Date.parse(res.body.items[0].next_run_at)).toBeGreaterThan(Date.now() - 1000);
