@@ -3,12 +3,12 @@
 // validators; when they run is ours: only for an operation that takes parameters or a body, and
 // without openapi-backend parsing the request again when a body is all it takes.
 import type { Request } from 'express';
-import OpenAPIBackend, { type Operation, type Options, type Request as BackendRequest } from 'openapi-backend';
+import OpenAPIBackend, { type Operation, type Options } from 'openapi-backend';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type Ajv from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { routingDocument, type Contract } from '../contract';
+import { escapeRegex, routingDocument, type Contract } from '../contract';
 import { problems } from './problem';
 import { toValidationIssues } from './validation-issues';
 
@@ -56,23 +56,50 @@ export interface ValidatedRoute {
   takesQuery: boolean;
   /** Query lists written `a,b` (style form, explode false), which operators also repeat. */
   commaLists: string[];
-  /** A body and no parameters (sign-in, register…): validated without openapi-backend parsing the request. */
-  bodyOnly: boolean;
+  /** The path's parameters, decoded, by name (the path matched the route's template already). */
+  pathParams: ((path: string) => Record<string, string>) | null;
   validators: ValidateFunction[];
 }
 
 /** Compiles the operation's validators: a broken schema fails start-up, not the first request. */
 export function inputsOf(api: OpenAPIBackend, operation: Operation): Omit<ValidatedRoute, 'operation'> {
-  const parameters = operation.parameters ?? [];
+  const parameters = (operation.parameters ?? []) as { in?: string; name: string; explode?: boolean; schema?: { type?: unknown } }[];
   return {
     hasBody: Boolean(operation.requestBody),
     hasInputs: Boolean(operation.requestBody) || parameters.length > 0,
-    takesQuery: parameters.some((p) => 'in' in p && p.in === 'query'),
-    commaLists: parameters
-      .filter((p) => 'in' in p && p.in === 'query' && p.explode === false && (p.schema as { type?: unknown } | undefined)?.type === 'array')
-      .map((p) => (p as { name: string }).name),
-    bodyOnly: Boolean(operation.requestBody) && !parameters.length,
+    takesQuery: parameters.some((p) => p.in === 'query'),
+    commaLists: parameters.filter((p) => p.in === 'query' && p.explode === false && p.schema?.type === 'array').map((p) => p.name),
+    pathParams: parameters.some((p) => p.in === 'path') ? compilePathParams(operation.path) : null,
     validators: api.validator.getRequestValidatorsForOperation(operation.operationId!) as ValidateFunction[],
+  };
+}
+
+/**
+ * `/v1/orgs/{orgId}` → a function from a matching path to `{ orgId }`, each value
+ * percent-decoded (as openapi-backend's parser did); a malformed escape answers 422 naming the
+ * parameter.
+ */
+function compilePathParams(template: string): (path: string) => Record<string, string> {
+  const names: string[] = [];
+  const source = template.split('/').map((segment) =>
+    segment
+      .split(/(\{[^}]+\})/)
+      .map((part) => (part.startsWith('{') ? (names.push(part.slice(1, -1)), '([^/]+)') : escapeRegex(part)))
+      .join(''),
+  );
+  const regex = new RegExp(`^${source.join('/')}/*$`);
+  return (path) => {
+    const values = regex.exec(path);
+    const params: Record<string, string> = {};
+    names.forEach((name, i) => {
+      const raw = values?.[i + 1] ?? '';
+      try {
+        params[name] = decodeURIComponent(raw);
+      } catch {
+        throw problems.validation([{ message: 'is not valid percent-encoding', location: `path.${name}` }]);
+      }
+    });
+    return params;
   };
 }
 
@@ -92,23 +119,36 @@ export function joinRepeatedLists(query: Record<string, unknown>, names: string[
 }
 
 /**
- * What openapi-backend's validateRequest does for an operation without parameters: the body (when
- * one was sent as an object or as JSON) through the compiled validators, without parsing the
- * request again.
+ * The request's parameters and body through the operation's compiled validators, as
+ * openapi-backend's validateRequest ran them, without its parseRequest (which lowercased every
+ * header, re-parsed cookies and the query, and compiled the path template again on every
+ * request): the route is matched already, Node gives headers in lower case, and no operation
+ * takes a cookie parameter. The validators coerce path and query values to their schema's types
+ * in place; those are returned.
  */
-export function validateBodyOnly(route: ValidatedRoute, req: Request): void {
-  const input: Record<string, unknown> = { path: {}, query: {}, header: req.headers, cookie: {} };
-  const contentType = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (typeof req.body === 'object' || contentType === 'application/json') input.requestBody = req.body;
+export function validateRequest(route: ValidatedRoute, req: Request, query: Record<string, unknown>): { params: Record<string, unknown>; query: Record<string, unknown> } {
+  const input: Record<string, unknown> = {
+    path: route.pathParams ? route.pathParams(req.path) : {},
+    query: route.commaLists.length ? splitCommaLists(query, route.commaLists) : { ...query },
+    header: req.headers,
+    cookie: {},
+  };
+  if (route.hasBody) {
+    const contentType = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (typeof req.body === 'object' || contentType === 'application/json') input.requestBody = req.body;
+  }
   const errors: ErrorObject[] = [];
   for (const validate of route.validators) if (!validate(input)) errors.push(...(validate.errors ?? []));
   if (errors.length) throw problems.validation(toValidationIssues(errors));
+  return { params: input.path as Record<string, unknown>, query: input.query as Record<string, unknown> };
 }
 
-/** Parameters and body through openapi-backend's validateRequest; returns what it coerced (params, query). */
-export function validateRequest(api: OpenAPIBackend, route: ValidatedRoute, req: Request, query: Record<string, unknown>) {
-  const request = { method: req.method, path: req.path, body: req.body, query: query as BackendRequest['query'], headers: req.headers as BackendRequest['headers'] };
-  const validation = api.validator.validateRequest(request, route.operation);
-  if (validation.errors) throw problems.validation(toValidationIssues(validation.errors));
-  return validation.coerced;
+/** `a,b` as ['a', 'b'] for the comma lists (an empty value stays as it is, for the schema to judge). */
+function splitCommaLists(query: Record<string, unknown>, names: string[]): Record<string, unknown> {
+  const split = { ...query };
+  for (const name of names) {
+    const value = split[name];
+    if (typeof value === 'string' && value) split[name] = value.split(',');
+  }
+  return split;
 }

@@ -1,8 +1,7 @@
 // Routes every request through the contract: match the operation (route-matching.ts),
 // authenticate as its security requirements say (security-requirements.ts), read the body
 // (request-body.ts) and validate the request (request-validation.ts), then call the operation's
-// handler and write its reply (reply.ts) — with an Idempotency-Key, on an operation that takes
-// one, inside the transaction that records or replays its answer (idempotent-call.ts).
+// handler and write its reply (reply.ts).
 //
 // openapi-backend resolves the document and compiles the validators; the per-request steps are
 // ours. Its handleRequest parsed each request three times and matched it against a rebuilt list
@@ -19,9 +18,8 @@ import { refreshSessionCookie } from './session-cookie';
 import { compileMatcher } from './route-matching';
 import { authenticate, securityOf, type SecuredRoute } from './security-requirements';
 import { bodyParsersOf, readBody, type BodyRoute } from './request-body';
-import { inputsOf, joinRepeatedLists, validateBodyOnly, validateRequest, validatingBackend, type ValidatedRoute } from './request-validation';
-import { writeReply, writeSerialised } from './reply';
-import { acceptsIdempotencyKey, callWithKey, IDEMPOTENCY_KEY } from './idempotent-call';
+import { inputsOf, joinRepeatedLists, validateRequest, validatingBackend, type ValidatedRoute } from './request-validation';
+import { writeReply } from './reply';
 
 /** Tags whose operations never touch the database, so they answer while it is unavailable. */
 const DEPENDENCY_FREE_TAGS = new Set(['example', 'system']);
@@ -37,8 +35,6 @@ interface Route extends SecuredRoute, BodyRoute, ValidatedRoute {
   maintenanceGated: boolean;
   /** Its answers carry RateLimit headers (the contract says so on its success responses). */
   reportsLimits: boolean;
-  /** It takes an Idempotency-Key (idempotent-call.ts); elsewhere the header is ignored. */
-  acceptsKey: boolean;
 }
 
 export function createRouter(app: AppContext, handlers: HandlerMap) {
@@ -58,7 +54,6 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       ...inputsOf(api, operation),
       ...bodyParsersOf(info),
       reportsLimits: reportsLimits(app.contract, info),
-      acceptsKey: acceptsIdempotencyKey(app.contract, info),
     };
   });
   const match = compileMatcher(app.contract, routes);
@@ -81,15 +76,10 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       let query: Record<string, unknown> = route.takesQuery ? joinRepeatedLists(req.query, route.commaLists) : {};
       // The contract refuses what the handlers must not see, NUL characters included (PostgreSQL
       // text cannot hold them): every request string has a pattern saying so (test/contract/rules).
-      if (route.bodyOnly) validateBodyOnly(route, req);
-      else if (route.hasInputs) {
-        const coerced = validateRequest(api, route, req, query);
-        params = (coerced?.params as Record<string, unknown> | undefined) ?? params;
-        query = (coerced?.query as Record<string, unknown> | undefined) ?? query;
-      }
+      if (route.hasInputs) ({ params, query } = validateRequest(route, req, query));
       const scope = route.reportsLimits ? servicesReportingLimits(app) : null;
       limitReport = scope?.report;
-      const ctx = {
+      const reply = await route.handler({
         app,
         body: req.body,
         params,
@@ -99,19 +89,9 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         meta: { requestId: res.locals.requestId, ip: res.locals.ip, userAgent: req.headers['user-agent'] ?? null },
         req,
         res,
-      };
-      const key = route.acceptsKey ? req.headers[IDEMPOTENCY_KEY] : undefined;
-      // Every operation that takes a key is protected: the caller is there to scope it to.
-      if (key === undefined || !caller) {
-        const reply = await route.handler(ctx);
-        setRateLimitHeaders(res, limitReport);
-        writeReply(res, reply);
-      } else {
-        const { answer, replayed } = await callWithKey(app, route.info, route.handler, { ...ctx, caller }, key);
-        // A replay counted no limit: it carries no RateLimit headers.
-        setRateLimitHeaders(res, limitReport);
-        writeSerialised(res, answer, replayed ? { 'Idempotent-Replayed': 'true' } : {});
-      }
+      });
+      setRateLimitHeaders(res, limitReport);
+      writeReply(res, reply);
     } catch (err) {
       setRateLimitHeaders(res, limitReport);
       next(err);

@@ -2,6 +2,7 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { loadContract, resolveRef } from '../../src/contract';
+import { newId } from '../../src/ids';
 import { exampleRequest } from '../support/examples';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
@@ -33,6 +34,13 @@ it('locates nested fields with dots (body.passkey.ceremony_token)', async () => 
     .send({ passkey: { ceremony_token: 'x'.repeat(257), credential: { id: 'a', rawId: 'a', type: 'public-key', response: {} } } })
     .expect(422);
   expect(errorsOf(res)).toContainEqual({ location: 'body.passkey.ceremony_token', message: 'must NOT have more than 256 characters' });
+});
+
+it('path parameters are percent-decoded before validation, and a malformed escape is a 422 naming the parameter', async () => {
+  // %5F is "_": the decoded id is validated (and found unknown), not refused for its "%".
+  await t.http.get(`/v1/orgs/${newId('org').replace('_', '%5F')}`).set('Authorization', auth).expect(404);
+  const res = await t.http.get('/v1/orgs/org_%E0%A4%A').set('Authorization', auth).expect(422);
+  expect(errorsOf(res)).toEqual([{ location: 'path.orgId', message: 'is not valid percent-encoding' }]);
 });
 
 describe('a body of one of several shapes (the second factor: code, recovery_code or passkey)', () => {
