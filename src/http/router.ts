@@ -1,7 +1,8 @@
 // Routes every request through the contract: match the operation (route-matching.ts),
 // authenticate as its security requirements say (security-requirements.ts), read the body
 // (request-body.ts) and validate the request (request-validation.ts), then call the operation's
-// handler and write its reply (reply.ts).
+// handler and write its reply (reply.ts) — with an Idempotency-Key, on an operation that takes
+// one, inside the transaction that records or replays its answer (idempotent-call.ts).
 //
 // openapi-backend resolves the document and compiles the validators; the per-request steps are
 // ours. Its handleRequest parsed each request three times and matched it against a rebuilt list
@@ -19,7 +20,8 @@ import { compileMatcher } from './route-matching';
 import { authenticate, securityOf, type SecuredRoute } from './security-requirements';
 import { bodyParsersOf, readBody, type BodyRoute } from './request-body';
 import { inputsOf, joinRepeatedLists, validateRequest, validatingBackend, type ValidatedRoute } from './request-validation';
-import { writeReply } from './reply';
+import { writeReply, writeSerialised } from './reply';
+import { acceptsIdempotencyKey, callWithKey, IDEMPOTENCY_KEY } from './idempotent-call';
 
 /** Tags whose operations never touch the database, so they answer while it is unavailable. */
 const DEPENDENCY_FREE_TAGS = new Set(['example', 'system']);
@@ -35,6 +37,8 @@ interface Route extends SecuredRoute, BodyRoute, ValidatedRoute {
   maintenanceGated: boolean;
   /** Its answers carry RateLimit headers (the contract says so on its success responses). */
   reportsLimits: boolean;
+  /** It takes an Idempotency-Key (idempotent-call.ts); elsewhere the header is ignored. */
+  acceptsKey: boolean;
 }
 
 export function createRouter(app: AppContext, handlers: HandlerMap) {
@@ -54,6 +58,7 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       ...inputsOf(api, operation),
       ...bodyParsersOf(info),
       reportsLimits: reportsLimits(app.contract, info),
+      acceptsKey: acceptsIdempotencyKey(app.contract, info),
     };
   });
   const match = compileMatcher(app.contract, routes);
@@ -79,7 +84,7 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
       if (route.hasInputs) ({ params, query } = validateRequest(route, req, query));
       const scope = route.reportsLimits ? servicesReportingLimits(app) : null;
       limitReport = scope?.report;
-      const reply = await route.handler({
+      const ctx = {
         app,
         body: req.body,
         params,
@@ -89,9 +94,19 @@ export function createRouter(app: AppContext, handlers: HandlerMap) {
         meta: { requestId: res.locals.requestId, ip: res.locals.ip, userAgent: req.headers['user-agent'] ?? null },
         req,
         res,
-      });
-      setRateLimitHeaders(res, limitReport);
-      writeReply(res, reply);
+      };
+      const key = route.acceptsKey ? req.headers[IDEMPOTENCY_KEY] : undefined;
+      // Every operation that takes a key is protected: the caller is there to scope it to.
+      if (key === undefined || !caller) {
+        const reply = await route.handler(ctx);
+        setRateLimitHeaders(res, limitReport);
+        writeReply(res, reply);
+      } else {
+        const { answer, replayed } = await callWithKey(app, route.info, route.handler, { ...ctx, caller }, key);
+        // A replay counted no limit: it carries no RateLimit headers.
+        setRateLimitHeaders(res, limitReport);
+        writeSerialised(res, answer, replayed ? { 'Idempotent-Replayed': 'true' } : {});
+      }
     } catch (err) {
       setRateLimitHeaders(res, limitReport);
       next(err);
