@@ -3,8 +3,8 @@
 // security applies), in the same round trips, and the same JSON bodies:
 //
 //   GET /v1/ping                   no database
-//   GET /v1/auth/me                the session lookup (src/sessions/store.ts FIND_LIVE_SESSION)
-//   GET /v1/orgs                   lookup; BEGIN; set_config (src/platform/tenant-context.ts); the list; COMMIT
+//   GET /v1/auth/me                the session lookup with the user's second factors (src/sessions/store.ts)
+//   GET /v1/orgs                   the session lookup without them; BEGIN; set_config (src/platform/tenant-context.ts); the list; COMMIT
 //   GET /v1/orgs/{orgId}           lookup; app_enter_org (src/orgs/store.ts), one statement
 //   GET /v1/orgs/{orgId}/projects  lookup; app_org_projects (src/projects/store.ts), one statement
 //   GET /ops/audit                 lookup (an operator's bearer session); the first page (src/audit/store.ts)
@@ -15,7 +15,7 @@
 // Environment: BARE_DATABASE_URL (no database routes without it), BARE_POOL_MAX (10).
 import pg from 'pg';
 import { hashToken, looksLikeToken } from '../../src/sessions/tokens';
-import { ENTER_ORG, FIND_LIVE_SESSION, LIST_ORGS, LIST_PROJECTS_AS_MEMBER, SET_CONTEXT } from '../orgs/sql';
+import { ENTER_ORG, FIND_LIVE_SESSION, FIND_LIVE_SESSION_WITH_SECOND_FACTORS, LIST_ORGS, LIST_PROJECTS_AS_MEMBER, SET_CONTEXT } from '../orgs/sql';
 
 const LIMIT = 50;
 const IDLE_TIMEOUT_MS = 14 * 24 * 3600 * 1000; // SESSION_IDLE_TIMEOUT_SECONDS default
@@ -80,13 +80,13 @@ const listBody = (rows: any[], toBody: (r: any) => unknown, keyOf: (r: any) => R
   return { items: items.map(toBody), next_cursor: next };
 };
 
-/** The live session's row (user and second factors) of `Authorization: Bearer …`, touched as the service does. */
-async function sessionOf(authorization: string | undefined): Promise<any | null> {
+/** The live session's row (user, and second factors if asked) of `Authorization: Bearer …`, touched as the service does. */
+async function sessionOf(authorization: string | undefined, secondFactors = false): Promise<any | null> {
   const token = authorization?.startsWith('Bearer ') ? authorization.slice(7).trim() : '';
   if (!looksLikeToken(token)) return null;
   const now = Date.now();
   const { rows } = await db().query({
-    ...FIND_LIVE_SESSION,
+    ...(secondFactors ? FIND_LIVE_SESSION_WITH_SECOND_FACTORS : FIND_LIVE_SESSION),
     values: [hashToken(token), new Date(now), new Date(now - IDLE_TIMEOUT_MS), new Date(now - TOUCH_EVERY_MS)],
   });
   return rows[0] && rows[0].transport === 'bearer' ? rows[0] : null;
@@ -116,7 +116,7 @@ const NOT_FOUND: Answer = [404, { code: 'not_found' }];
 export const ping = (): Answer => [200, { pong: true, time: new Date().toISOString() }];
 
 export async function me(authorization: string | undefined): Promise<Answer> {
-  const session = await sessionOf(authorization);
+  const session = await sessionOf(authorization, true);
   return session ? [200, userBody(session)] : UNAUTHENTICATED;
 }
 

@@ -1,7 +1,7 @@
 // The statements the service sends for the benchmarked requests, as knex generates them (and the
 // session lookup's prepared statement, src/sessions/store.ts): shared by the bare SQL baseline and
 // the serial SQL timings of run.ts.
-export { FIND_LIVE_SESSION } from '../../src/sessions/store';
+export { FIND_LIVE_SESSION, FIND_LIVE_SESSION_WITH_SECOND_FACTORS } from '../../src/sessions/store';
 export const SET_CONTEXT = "select set_config('app.user_id', $1, true), set_config('app.org_id', $2, true), set_config('app.invitation_id', $3, true)";
 /** Entering an organisation of the path (src/orgs/store.ts enterOrg): sets the RLS context and reads the membership. */
 export const ENTER_ORG = { name: 'orgs.enter', text: 'select * from app_enter_org($1, $2, $3)' };

@@ -39,7 +39,7 @@ import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { createDatabase, migrateLatest } from '../../src/platform/database';
 import { insertUser } from '../../src/accounts/store';
-import { createSession, FIND_LIVE_SESSION } from '../../src/sessions/store';
+import { createSession, FIND_LIVE_SESSION_WITH_SECOND_FACTORS } from '../../src/sessions/store';
 import { hashToken } from '../../src/sessions/tokens';
 import { PgBouncer } from '../../test/support/pgbouncer';
 
@@ -227,7 +227,7 @@ async function main(): Promise<void> {
     const now = new Date();
     // As findLiveSession sends it: idle cutoff 14 days back, touch cutoff a minute back (touched once).
     const meValues = [hashToken(token), now, new Date(now.getTime() - 14 * 24 * 3600 * 1000), new Date(now.getTime() - 60_000)];
-    const me = (c: pg.Client) => c.query({ text: FIND_LIVE_SESSION.text, values: meValues });
+    const me = (c: pg.Client) => c.query({ text: FIND_LIVE_SESSION_WITH_SECOND_FACTORS.text, values: meValues });
     const orgId = '00000000-0000-4000-8000-000000000001';
     const write = async (c: pg.Client, setLocal: 'none' | 'statement' | 'with BEGIN') => {
       await c.query(setLocal === 'with BEGIN' ? `BEGIN; SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}` : 'BEGIN');

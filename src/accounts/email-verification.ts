@@ -11,6 +11,7 @@ import type { MailService } from '../mail/service';
 import type { Caller, SessionUser } from '../sessions/service';
 import { commonErrors } from '../errors';
 import { accountErrors } from './errors';
+import { shownSecondFactors } from '../sessions/second-factors';
 import { CODE_TTL_MS } from './one-time-codes';
 import * as store from './store';
 
@@ -74,6 +75,6 @@ export class EmailVerificationService {
     const user = await store.findUserById(this.s.db, caller.userId);
     if (!user) throw commonErrors.unauthenticated();
     const { passwordHash: _secret, ...view } = user;
-    return { ...view, mfa: caller.user.mfa };
+    return { ...view, mfa: shownSecondFactors(caller.user) };
   }
 }

@@ -1,5 +1,5 @@
 // The account as its owner sees it: GET /v1/auth/me and the `user` of every sign-in reply.
-import type { MfaSummary } from '../sessions/second-factors';
+import { shownSecondFactors, type MfaSummary } from '../sessions/second-factors';
 import type { SessionUser } from '../sessions/service';
 import type { UserRow } from './store';
 
@@ -27,7 +27,7 @@ export function accountView(user: SessionUser | UserRow, mfa?: MfaSummary): Acco
     name: user.name,
     emailVerified: user.emailVerified,
     operator: user.operator,
-    mfa: mfa ?? (user as SessionUser).mfa,
+    mfa: mfa ?? shownSecondFactors(user as SessionUser),
     createdAt: user.createdAt,
     updatedAt: user.updatedAt,
   };

@@ -17,10 +17,10 @@ export function hostCookieName(config: Config, name: string): string {
 
 export const sessionCookieName = (config: Config) => hostCookieName(config, 'session');
 
-async function resolve(app: AppContext, token: string | undefined, transport: Caller['transport']): Promise<AuthResult> {
+async function resolve(app: AppContext, token: string | undefined, transport: Caller['transport'], secondFactors: boolean): Promise<AuthResult> {
   if (!token) return null;
   try {
-    const caller = await app.services.sessions.findLive(token);
+    const caller = await app.services.sessions.findLive(token, { secondFactors });
     // A token only authenticates through the transport it was issued for.
     return caller && caller.transport === transport ? { caller } : null;
   } catch (error) {
@@ -28,8 +28,9 @@ async function resolve(app: AppContext, token: string | undefined, transport: Ca
   }
 }
 
-export function authenticateBearer(app: AppContext, req: Request): Promise<AuthResult> {
-  return resolve(app, bearerToken(req.headers.authorization), 'bearer');
+/** `secondFactors`: read the user's second factors with the session (the operations that show them). */
+export function authenticateBearer(app: AppContext, req: Request, secondFactors: boolean): Promise<AuthResult> {
+  return resolve(app, bearerToken(req.headers.authorization), 'bearer', secondFactors);
 }
 
 /**
@@ -58,8 +59,8 @@ export function readCookie(req: Request, name: string): string | undefined {
   return (req.cookies as Record<string, string> | undefined)?.[name];
 }
 
-export function authenticateCookie(app: AppContext, req: Request): Promise<AuthResult> {
-  return resolve(app, readCookie(req, sessionCookieName(app.config)), 'cookie');
+export function authenticateCookie(app: AppContext, req: Request, secondFactors: boolean): Promise<AuthResult> {
+  return resolve(app, readCookie(req, sessionCookieName(app.config)), 'cookie', secondFactors);
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

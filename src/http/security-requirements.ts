@@ -9,10 +9,16 @@ import { problems } from './problem';
 import { authenticateBearer, authenticateCookie, checkCsrf, unauthenticatedDetail, type AuthResult } from './authenticate';
 
 type SchemeName = 'bearerAuth' | 'sessionCookie';
-const AUTHENTICATORS: Record<SchemeName, (app: AppContext, req: Request) => Promise<AuthResult>> = {
+const AUTHENTICATORS: Record<SchemeName, (app: AppContext, req: Request, secondFactors: boolean) => Promise<AuthResult>> = {
   bearerAuth: authenticateBearer,
   sessionCookie: authenticateCookie,
 };
+
+/**
+ * The operations whose answers show the caller's second factors (the User's `mfa`): only their
+ * session lookup reads them (three more index probes); elsewhere shownSecondFactors throws.
+ */
+const SHOWS_SECOND_FACTORS = new Set(['getMe', 'verifyEmail']);
 
 /** What authentication reads of a route, compiled once by securityOf. */
 export interface SecuredRoute {
@@ -20,13 +26,16 @@ export interface SecuredRoute {
   /** Every scheme named by the requirements, bearer first (it wins when a request carries both). */
   schemes: SchemeName[];
   operatorOnly: boolean;
+  /** Its session lookup reads the caller's second factors (SHOWS_SECOND_FACTORS). */
+  secondFactors: boolean;
 }
 
-export function securityOf(info: OperationInfo): Pick<SecuredRoute, 'schemes' | 'operatorOnly'> {
+export function securityOf(info: OperationInfo): Pick<SecuredRoute, 'schemes' | 'operatorOnly' | 'secondFactors'> {
   const named = new Set(info.security.flatMap((r) => Object.keys(r)));
   return {
     schemes: (['bearerAuth', 'sessionCookie'] as const).filter((s) => named.has(s)),
     operatorOnly: info.roles.includes('operator'),
+    secondFactors: SHOWS_SECOND_FACTORS.has(info.operationId),
   };
 }
 
@@ -39,7 +48,7 @@ export async function authenticate(app: AppContext, route: SecuredRoute, req: Re
   // One after the other: a request rarely carries both credentials, and a scheme whose credential
   // is absent answers at once.
   const results: Partial<Record<SchemeName, AuthResult>> = {};
-  for (const scheme of route.schemes) results[scheme] = await AUTHENTICATORS[scheme](app, req);
+  for (const scheme of route.schemes) results[scheme] = await AUTHENTICATORS[scheme](app, req, route.secondFactors);
   // A credential that could not be looked up (database down) is neither valid nor invalid: the
   // request fails (503), never 401, which would tell a client its session is gone.
   for (const scheme of route.schemes) {

@@ -12,3 +12,13 @@ export interface MfaSummary {
 export function mfaSummary(factors: { totp: boolean; passkeys: number; recoveryCodesRemaining: number }): MfaSummary {
   return { enabled: factors.totp || factors.passkeys > 0, ...factors };
 }
+
+/**
+ * The second factors read with the caller's session. Only the operations in
+ * SHOWS_SECOND_FACTORS (src/http/security-requirements.ts) read them: elsewhere this throws, so
+ * an operation that starts showing them fails its first test rather than answering without them.
+ */
+export function shownSecondFactors(user: { mfa?: MfaSummary }): MfaSummary {
+  if (!user.mfa) throw new Error('the session was read without its second factors: add the operation to SHOWS_SECOND_FACTORS');
+  return user.mfa;
+}

@@ -14,6 +14,13 @@ import { sessionEndsAt } from './expiry';
 export type { Caller, NewSession, SessionRow, SessionUser } from './store';
 export type Transport = 'cookie' | 'bearer';
 
+/** The setting's text, parsed again only when it changes (every authenticated request reads it). */
+let idleTimeout = { text: '', seconds: 0 };
+function idleTimeoutSeconds(text: string): number {
+  if (text !== idleTimeout.text) idleTimeout = { text, seconds: durationMs(text) / 1000 };
+  return idleTimeout.seconds;
+}
+
 type Deps = Scope<{ runtimeSettings: RuntimeSettings; audit: AuditService }>;
 
 export class SessionService {
@@ -22,7 +29,7 @@ export class SessionService {
   /** The idle timeout is a runtime setting: a change applies at once to every session. */
   get policy(): store.SessionPolicy {
     return {
-      idleTimeoutSeconds: durationMs(this.s.runtimeSettings.get('auth.session_idle_timeout')) / 1000,
+      idleTimeoutSeconds: idleTimeoutSeconds(this.s.runtimeSettings.get('auth.session_idle_timeout')),
       absoluteLifetimeSeconds: this.s.config.session.absoluteLifetimeSeconds,
     };
   }
@@ -39,9 +46,9 @@ export class SessionService {
     return { ...session, expiresAt: sessionEndsAt(now, session.expiresAt, policy.idleTimeoutSeconds) };
   }
 
-  /** The live session of a token and its user, in one round trip; null when there is none. */
-  findLive(token: string): Promise<Caller | null> {
-    return store.findLiveSession(this.s.db, token, this.policy, this.s.now());
+  /** The live session of a token and its user (with their second factors if asked), in one round trip; null when there is none. */
+  findLive(token: string, opts: { secondFactors?: boolean } = {}): Promise<Caller | null> {
+    return store.findLiveSession(this.s.db, token, this.policy, this.s.now(), opts.secondFactors);
   }
 
   /** GET /v1/auth/sessions: the caller's live sessions, newest first, a page at a time. */

@@ -16,8 +16,11 @@ export interface SessionUser {
   operator: boolean;
   createdAt: Date;
   updatedAt: Date;
-  /** The user's second factors, read with the session (GET /v1/auth/me shows them without a query of its own). */
-  mfa: MfaSummary;
+  /**
+   * The user's second factors, read with the session for the operations that show them (GET
+   * /v1/auth/me needs no query of its own), undefined for the others: see shownSecondFactors.
+   */
+  mfa?: MfaSummary;
 }
 
 export interface Caller {
@@ -44,20 +47,32 @@ export interface SessionPolicy {
 /** `last_seen_at` is written at most this often (DESIGN 2). */
 const TOUCH_EVERY_MS = 60_000;
 
-/** Exported for bench:orgs, whose bare baseline sends the same statement. */
-export const FIND_LIVE_SESSION = prepared(
-  'sessions.find_live',
-  `with live as (
-     select s.id as session_id, s.transport, s.last_seen_at, s.expires_at, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at,
-            exists (select 1 from totp_credentials t where t.user_id = u.id and t.enabled_at is not null) as mfa_totp,
-            (select count(*) from passkeys p where p.user_id = u.id)::int as mfa_passkeys,
-            (select count(*) from recovery_codes r where r.user_id = u.id and r.used_at is null)::int as mfa_recovery_codes
+/**
+ * The session of a token hash and its user, touching `last_seen_at` (at most once a minute) in the
+ * same statement; with `secondFactors`, also the user's second factors (three index probes that
+ * only the operations showing them pay for). Exported for the benches, whose bare baselines send
+ * the same statements.
+ */
+function findLive(name: string, secondFactors: string) {
+  return prepared(
+    name,
+    `with live as (
+     select s.id as session_id, s.transport, s.last_seen_at, s.expires_at, u.id, u.email, u.name, u.email_verified_at, u.is_operator, u.created_at, u.updated_at${secondFactors}
        from sessions s join users u on u.id = s.user_id
       where s.token_hash = $1 and s.revoked_at is null and s.expires_at > $2 and s.last_seen_at > $3
    ), touched as (
      update sessions set last_seen_at = $2 where id = (select session_id from live) and last_seen_at < $4 returning id
    )
    select live.*, exists (select 1 from touched) as touched from live`,
+  );
+}
+export const FIND_LIVE_SESSION = findLive('sessions.find_live', '');
+export const FIND_LIVE_SESSION_WITH_SECOND_FACTORS = findLive(
+  'sessions.find_live_with_second_factors',
+  `,
+            exists (select 1 from totp_credentials t where t.user_id = u.id and t.enabled_at is not null) as mfa_totp,
+            (select count(*) from passkeys p where p.user_id = u.id)::int as mfa_passkeys,
+            (select count(*) from recovery_codes r where r.user_id = u.id and r.used_at is null)::int as mfa_recovery_codes`,
 );
 
 /**
@@ -65,11 +80,12 @@ export const FIND_LIVE_SESSION = prepared(
  * most once a minute) in the same statement. No cache: a revoked or expired session is refused on
  * its very next request, on every instance.
  */
-export async function findLiveSession(db: Db, token: string, policy: SessionPolicy, now = new Date()): Promise<Caller | null> {
+export async function findLiveSession(db: Db, token: string, policy: SessionPolicy, now = new Date(), secondFactors = false): Promise<Caller | null> {
   if (!looksLikeToken(token)) return null;
   const idleCutoff = new Date(now.getTime() - policy.idleTimeoutSeconds * 1000);
   const touchCutoff = new Date(now.getTime() - TOUCH_EVERY_MS);
-  const rows = await runPrepared(db, FIND_LIVE_SESSION, [hashToken(token), now, idleCutoff, touchCutoff]);
+  const statement = secondFactors ? FIND_LIVE_SESSION_WITH_SECOND_FACTORS : FIND_LIVE_SESSION;
+  const rows = await runPrepared(db, statement, [hashToken(token), now, idleCutoff, touchCutoff]);
   const row = rows[0];
   if (!row) return null;
   const lastSeenAt: Date = row.touched ? now : row.last_seen_at;
@@ -86,7 +102,7 @@ export async function findLiveSession(db: Db, token: string, policy: SessionPoli
       operator: row.is_operator,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
-      mfa: mfaSummary({ totp: row.mfa_totp, passkeys: row.mfa_passkeys, recoveryCodesRemaining: row.mfa_recovery_codes }),
+      mfa: secondFactors ? mfaSummary({ totp: row.mfa_totp, passkeys: row.mfa_passkeys, recoveryCodesRemaining: row.mfa_recovery_codes }) : undefined,
     },
     expiresAt: sessionEndsAt(lastSeenAt, row.expires_at, policy.idleTimeoutSeconds),
     extended: row.touched,
