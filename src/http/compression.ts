@@ -23,9 +23,10 @@ function shouldCompress(req: Request, res: Response): boolean {
 export function compress() {
   const middleware = compression({ threshold: COMPRESSION_THRESHOLD_BYTES, filter: shouldCompress });
   return (req: Request, res: Response, next: NextFunction): void => {
-    // Without Accept-Encoding nothing is negotiated: the answer is sent as it is, and the
-    // middleware's wrapping of the response is not worth its cost.
-    if (req.headers['accept-encoding'] === undefined) return next();
+    // Without Accept-Encoding nothing is negotiated, and an answer already marked no-store
+    // (everything under /v1/auth/ and /ops/, request-context.ts) is never compressed: either way
+    // the answer is sent as it is, and the middleware's wrapping of the response is not worth its cost.
+    if (req.headers['accept-encoding'] === undefined || String(res.getHeader('Cache-Control') ?? '').includes('no-store')) return next();
     middleware(req, res, next);
   };
 }
