@@ -10,10 +10,12 @@ import path from 'node:path';
 import type { Middleware } from 'openapi-fetch';
 import type { Response as SupertestResponse } from 'supertest';
 import { projectRoot } from '../../src/config';
+import { loadContract } from '../../src/contract';
 import * as store from '../../src/jobs/run-lifecycle-store';
 import { assertMatchesContract } from '../support/contract-validator';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
+import { ownerDatabase } from '../support/orgs';
 
 const CLIENT_DIR = path.join(projectRoot, 'test/sdk/client');
 const GENERATED = path.join(CLIENT_DIR, 'generated/api.d.ts');
@@ -117,7 +119,66 @@ it('matches an error code with a switch the compiler checks', async () => {
   expect(r).toEqual({ status: 409, code: 'email_taken', message: 'That email already has an account: sign in instead.' });
 });
 
+describe('a retrying client (test/sdk/client/retrying.ts, README "Safe retries")', () => {
+  const contract = loadContract();
+  /** The writes that take a key, read from the contract as a client would at build time. */
+  const keyed = new Set(
+    [...contract.operations.values()].filter((op) => contract.document.paths[op.path][op.method]['x-idempotency'] === 'accepted').map((op) => `${op.method.toUpperCase()} ${op.path}`),
+  );
+  const retryingClient = (fetch: (request: Request) => Promise<Response>) =>
+    flows().apiClient(baseUrl, [contractCheck, require('./client/retrying').retrying({ keyed, baseDelayMs: 1, maxDelayMs: 50 })], fetch);
+
+  it('retries a write whose answer was lost, then a 503, with one key: one organisation, the replayed answer', async () => {
+    const user = await signedInUser(t.ctx, { verified: true });
+    const keys: (string | null)[] = [];
+    const flaky = async (request: Request) => {
+      keys.push(request.headers.get('Idempotency-Key'));
+      if (keys.length === 1) {
+        await (await fetch(request)).arrayBuffer(); // applied; the answer never reaches the client
+        throw new TypeError('fetch failed');
+      }
+      if (keys.length === 2) {
+        const problem = { type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'Try again shortly.', code: 'unavailable', request_id: 'req_sdk_retrying_503' };
+        return new Response(JSON.stringify(problem), { status: 503, headers: { 'Retry-After': '0', 'Content-Type': 'application/problem+json' } });
+      }
+      return fetch(request);
+    };
+    const r = await flows().createOrg(retryingClient(flaky), user.token, 'Retried Inc');
+    expect(r).toEqual({ status: 201, id: expect.stringMatching(/^org_/), replayed: 'true' });
+    expect(keys).toHaveLength(3);
+    expect(new Set(keys).size).toBe(1);
+    expect(keys[0]).toMatch(/^"[0-9a-f-]{36}"$/);
+    const owner = ownerDatabase(t); // memberships are under row-level security
+    try {
+      expect((await owner('memberships').where({ user_id: user.userId })).map((m) => m.org_id)).toEqual([r.id]);
+    } finally {
+      await owner.destroy();
+    }
+  });
+
+  it("is what README shows as the middleware's core", () => {
+    const readme = fs.readFileSync(path.join(projectRoot, 'README.md'), 'utf8');
+    const core = /Its core, for other clients to copy:\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+    // Compared without comments and white space.
+    const bare = (code: string) => code.replace(/\/\/.*$/gm, '').replace(/\s+/g, '');
+    expect(core).toBeDefined();
+    expect(bare(fs.readFileSync(path.join(CLIENT_DIR, 'retrying.ts'), 'utf8'))).toContain(bare(core!));
+  });
+
+  it('sends no key with a write that takes none, and does not retry it', async () => {
+    const user = await signedInUser(t.ctx);
+    const keys: (string | null)[] = [];
+    const flaky = async (request: Request) => {
+      keys.push(request.headers.get('Idempotency-Key'));
+      await (await fetch(request)).arrayBuffer();
+      throw new TypeError('fetch failed');
+    };
+    await expect(flows().logout(retryingClient(flaky), user.token)).rejects.toThrow('fetch failed');
+    expect(keys).toEqual([null]);
+  });
+});
+
 it('checked every answer the generated client received against the contract', () => {
-  // 9 in the account flow, 2 for the operator, 1 invalid and 2 duplicate registrations.
-  expect(checked).toHaveLength(14);
+  // 9 in the account flow, 2 for the operator, 1 invalid and 2 duplicate registrations, 1 retried write.
+  expect(checked).toHaveLength(15);
 });

@@ -8,8 +8,8 @@ import type { components, paths } from './generated/api';
 type Schemas = components['schemas'];
 export type ApiClient = ReturnType<typeof createClient<paths>>;
 
-export function apiClient(baseUrl: string, middleware: Middleware[] = []): ApiClient {
-  const client = createClient<paths>({ baseUrl });
+export function apiClient(baseUrl: string, middleware: Middleware[] = [], fetch?: (request: Request) => Promise<Response>): ApiClient {
+  const client = createClient<paths>({ baseUrl, ...(fetch ? { fetch } : {}) });
   for (const m of middleware) client.use(m);
   return client;
 }
@@ -132,4 +132,17 @@ export async function duplicateRegistration(api: ApiClient, email: string, passw
   const second = await register(api, email, password);
   if (!second.error) fail('second registration succeeded', second.data);
   return { status: second.response.status, code: second.error.code, message: describeRegistrationError(second.error) };
+}
+
+/** An organisation created through a client that may have retried (retrying.ts): one call, one organisation. */
+export async function createOrg(api: ApiClient, token: string, name: string) {
+  const { data, error, response } = await api.POST('/v1/orgs', { headers: bearer(token), body: { name } });
+  if (!data) fail('create organisation', error);
+  return { status: response.status, id: data.id, replayed: response.headers.get('Idempotent-Replayed') };
+}
+
+/** Signs out (a write that takes no key: never retried). */
+export async function logout(api: ApiClient, token: string) {
+  const { response } = await api.POST('/v1/auth/logout', { headers: bearer(token) });
+  return response.status;
 }
