@@ -10,8 +10,6 @@ import { durationMs } from '../config/settings-catalog';
 import { idempotencyErrors } from './errors';
 import * as store from './store';
 
-export type { StoredAnswer } from './store';
-
 /** A keyed request: whose key, the key, and the fingerprint of what it asked (key.ts). */
 export interface KeyedRequest {
   userId: string;

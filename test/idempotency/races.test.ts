@@ -6,69 +6,73 @@ import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { createDatabase, type Db } from '../../src/platform/database';
+import { createDatabase } from '../../src/platform/database';
 import { callWithKey } from '../../src/http/idempotent-call';
 import type { HandlerContext } from '../../src/http/handler-types';
 import type { Caller } from '../../src/sessions/service';
 import { fingerprintOf } from '../../src/idempotency/key';
-import { orgWithOwner, ownerDatabase } from '../support/orgs';
-import { startTestApp, type TestApp } from '../support/test-app';
+import { orgWithOwner } from '../support/orgs';
 import { signedInUser } from '../support/users';
 import { sleep, waitFor } from '../support/wait';
-import { newKey, send, type KeyedCall } from './requests';
+import { appForFile, newKey, send, type KeyedCall } from './requests';
 
-let t: TestApp;
-let owner: Db;
-beforeAll(async () => {
-  t = await startTestApp();
-  owner = ownerDatabase(t);
-});
-afterAll(async () => {
-  await owner?.destroy();
-  await t?.close();
-});
+const app = appForFile();
 
 async function projectWrite(name: string): Promise<KeyedCall & { orgId: string }> {
-  const { owner: founder, org } = await orgWithOwner(t);
+  const { owner: founder, org } = await orgWithOwner(app.t);
   return { method: 'post', url: `/v1/orgs/${org.id}/projects`, auth: founder.auth, body: { name }, orgId: org.id };
 }
-const projectsOf = async (orgId: string) => (await owner('projects').where({ org_id: orgId })).map((p) => p.id);
+const projectsOf = async (orgId: string) => (await app.owner('projects').where({ org_id: orgId })).map((p) => p.id);
+
+/**
+ * Holds the projects table from another connection: a request's project insert waits for it
+ * inside its own transaction (so holding its key) until `release`.
+ */
+async function holdProjects() {
+  const blocker = createDatabase(app.t.ctx.config.databaseUrl!, 1);
+  const trx = await blocker.transaction();
+  await trx.raw('lock table projects in exclusive mode');
+  return {
+    waitedFor: () =>
+      waitFor('a request to wait for the projects table', async () => {
+        const { rows } = await app.owner.raw<{ rows: { n: number }[] }>("select count(*)::int as n from pg_locks where relation = 'projects'::regclass and not granted");
+        return rows[0]!.n > 0;
+      }),
+    async release() {
+      if (!trx.isCompleted()) await trx.commit();
+      await blocker.destroy();
+    },
+  };
+}
 
 it('answers 409 idempotency_key_in_use with Retry-After while the first request with the key runs; then its answer; one project', async () => {
   const call = await projectWrite('Slow');
   const key = newKey();
-  // The first request's insert waits for this lock, inside its transaction (so holding its key).
-  const blocker = createDatabase(t.ctx.config.databaseUrl!, 1);
-  const trx = await blocker.transaction();
+  const projects = await holdProjects();
   try {
-    await trx.raw('lock table projects in exclusive mode');
-    const first = send(t, call, key).then((res) => res);
-    await waitFor('the first request to wait for the projects table', async () => {
-      const { rows } = await owner.raw<{ rows: { n: number }[] }>("select count(*)::int as n from pg_locks where relation = 'projects'::regclass and not granted");
-      return rows[0]!.n > 0;
-    });
-    const second = await send(t, call, key).expect(409);
+    const first = send(app.t, call, key).then((res) => res);
+    await projects.waitedFor();
+    const second = await send(app.t, call, key).expect(409);
     expect(second.body.code).toBe('idempotency_key_in_use');
     expect(second.headers['retry-after']).toBe('1');
     // Which request the key will answer is not known yet: a different one waits too.
-    expect((await send(t, { ...call, body: { name: 'Other' } }, key).expect(409)).body.code).toBe('idempotency_key_in_use');
-    await trx.commit();
+    expect((await send(app.t, { ...call, body: { name: 'Other' } }, key).expect(409)).body.code).toBe('idempotency_key_in_use');
+    await projects.release();
     const answered = await first;
     expect(answered.status).toBe(201);
-    const retried = await send(t, call, key).expect(201);
+    const retried = await send(app.t, call, key).expect(201);
     expect(retried.headers['idempotent-replayed']).toBe('true');
     expect(retried.text).toBe(answered.text);
     expect(await projectsOf(call.orgId)).toEqual([answered.body.id]);
   } finally {
-    if (!trx.isCompleted()) await trx.rollback();
-    await blocker.destroy();
+    await projects.release();
   }
 });
 
 describe('a client that drops the connection before reading the answer', () => {
   let server: http.Server;
   beforeAll(async () => {
-    server = http.createServer(t.server);
+    server = http.createServer(app.t.server);
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
   });
@@ -89,7 +93,7 @@ describe('a client that drops the connection before reading the answer', () => {
   /** The client's retry loop: the same request and key until the answer is not 409. */
   async function retry(call: KeyedCall, key: string) {
     for (;;) {
-      const res = await send(t, call, key);
+      const res = await send(app.t, call, key);
       if (res.status !== 409) return res;
       expect(res.body.code).toBe('idempotency_key_in_use');
       await sleep(50);
@@ -97,35 +101,28 @@ describe('a client that drops the connection before reading the answer', () => {
   }
 
   it('right after writing: the request runs, and the retry gets its answer', async () => {
-    const { owner: founder, org } = await orgWithOwner(t);
-    await t.http.delete(`/v1/orgs/${org.id}`).set('Authorization', founder.auth).expect(200);
+    const { owner: founder, org } = await orgWithOwner(app.t);
+    await app.t.http.delete(`/v1/orgs/${org.id}`).set('Authorization', founder.auth).expect(200);
     const call: KeyedCall = { method: 'post', url: `/v1/orgs/${org.id}/restore`, auth: founder.auth };
     const key = newKey();
     await sendAndDrop(call, key, (socket) => socket.destroy());
     const res = await retry(call, key);
     expect(res.status).toBe(200);
     expect(res.headers['idempotent-replayed']).toBe('true');
-    expect(await owner('audit_events').where({ org_id: org.id, action: 'org.restored' })).toHaveLength(1);
+    expect(await app.owner('audit_events').where({ org_id: org.id, action: 'org.restored' })).toHaveLength(1);
   });
 
   it('after giving up waiting: the request still commits, and the retry gets its answer; one project', async () => {
     const call = await projectWrite('Lost answer');
     const key = newKey();
-    const blocker = createDatabase(t.ctx.config.databaseUrl!, 1);
-    const trx = await blocker.transaction();
+    const projects = await holdProjects();
     try {
-      await trx.raw('lock table projects in exclusive mode');
       let dropped: net.Socket | undefined;
       await sendAndDrop(call, key, (socket) => (dropped = socket));
-      await waitFor('the request to wait for the projects table', async () => {
-        const { rows } = await owner.raw<{ rows: { n: number }[] }>("select count(*)::int as n from pg_locks where relation = 'projects'::regclass and not granted");
-        return rows[0]!.n > 0;
-      });
+      await projects.waitedFor();
       dropped!.destroy(); // the client's timeout: it never reads an answer
-      await trx.commit();
     } finally {
-      if (!trx.isCompleted()) await trx.rollback();
-      await blocker.destroy();
+      await projects.release();
     }
     const res = await retry(call, key);
     expect(res.status).toBe(201);
@@ -142,15 +139,15 @@ describe('a client that drops the connection before reading the answer', () => {
     const res = await retry(call, key);
     expect(res.status).toBe(201);
     expect(await projectsOf(call.orgId)).toEqual([res.body.id]);
-    const again = await send(t, call, key).expect(201);
+    const again = await send(app.t, call, key).expect(201);
     expect(again.headers['idempotent-replayed']).toBe('true');
   });
 });
 
 describe('a request that committed between the first statement and the lock', () => {
   async function racedCall(recordedFingerprint: (mine: Buffer) => Buffer) {
-    const user = await signedInUser(t.ctx, { verified: true });
-    const op = t.ctx.contract.operations.get('createOrg')!;
+    const user = await signedInUser(app.t.ctx, { verified: true });
+    const op = app.t.ctx.contract.operations.get('createOrg')!;
     const body = { name: 'Raced Inc' };
     const key = `raced-${user.userId}`;
     const meta = { requestId: 'req_raced_request_1', ip: null, userAgent: null };
@@ -158,8 +155,8 @@ describe('a request that committed between the first statement and the lock', ()
     const handler = async ({ services }: HandlerContext<'createOrg'>) => {
       await services.audit.record({ action: 'test.raced', actor: { kind: 'user', id: user.userId }, meta });
       // The other request commits now: this transaction's first statement found no answer.
-      const now = t.ctx.now();
-      await owner('idempotency_keys').insert({
+      const now = app.t.ctx.now();
+      await app.owner('idempotency_keys').insert({
         user_id: user.userId,
         key,
         fingerprint: recordedFingerprint(mine),
@@ -171,19 +168,19 @@ describe('a request that committed between the first statement and the lock', ()
       });
       return { status: 201 as const, body: { loser: true } };
     };
-    const ctx = { app: t.ctx, services: t.ctx.services, caller: { userId: user.userId } as Caller, body, params: {}, query: {}, meta } as unknown as Parameters<typeof callWithKey>[3];
-    return { user, call: () => callWithKey(t.ctx, op, handler as never, ctx, `"${key}"`) };
+    const ctx = { app: app.t.ctx, services: app.t.ctx.services, caller: { userId: user.userId } as Caller, body, params: {}, query: {}, meta } as unknown as Parameters<typeof callWithKey>[3];
+    return { user, call: () => callWithKey(app.t.ctx, op, handler as never, ctx, `"${key}"`) };
   }
 
   it('rolls this one back and replays the recorded answer', async () => {
     const { call } = await racedCall((mine) => mine);
     expect(await call()).toEqual({ replayed: true, answer: { status: 201, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: Buffer.from('{"winner":true}') } });
-    expect(await owner('audit_events').where({ action: 'test.raced' })).toEqual([]);
+    expect(await app.owner('audit_events').where({ action: 'test.raced' })).toEqual([]);
   });
 
   it('rolls this one back and answers 422 when the recorded answer was for another request', async () => {
     const { call } = await racedCall(() => Buffer.alloc(32));
     await expect(call()).rejects.toMatchObject({ code: 'idempotency_key_reused', status: 422 });
-    expect(await owner('audit_events').where({ action: 'test.raced' })).toEqual([]);
+    expect(await app.owner('audit_events').where({ action: 'test.raced' })).toEqual([]);
   });
 });

@@ -2,10 +2,10 @@
 // who sends it, where, with which body. The replay test runs every entry and fails on an accepting
 // operation with no entry here, so an operation that starts taking a key gets a test with it.
 import { randomUUID } from 'node:crypto';
-import type { TestApp } from '../support/test-app';
+import { startTestApp, type TestApp } from '../support/test-app';
 import type { Db } from '../../src/platform/database';
 import { signedInUser } from '../support/users';
-import { addMember, createInvitation, createProject, deleteOrg, orgWithOwner } from '../support/orgs';
+import { addMember, createInvitation, createProject, deleteOrg, orgWithOwner, ownerDatabase } from '../support/orgs';
 import { hashToken, newSessionToken } from '../../src/sessions/tokens';
 import { insertPasskey } from '../../src/passkeys/store';
 import { newId } from '../../src/ids';
@@ -137,4 +137,21 @@ export async function databaseDigest(db: Db): Promise<Record<string, string>> {
     digest[name] = `${rows[0]!.n} rows, ${rows[0]!.md5}`;
   }
   return digest;
+}
+
+/**
+ * The test file's app and a pool as the tables' owner (checks that row-level security would hide),
+ * started before its tests and closed after them; read `app.t` and `app.owner` inside tests.
+ */
+export function appForFile(...args: Parameters<typeof startTestApp>) {
+  const app = {} as { t: TestApp; owner: Db };
+  beforeAll(async () => {
+    app.t = await startTestApp(...args);
+    app.owner = ownerDatabase(app.t);
+  });
+  afterAll(async () => {
+    await app.owner?.destroy();
+    await app.t?.close();
+  });
+  return app;
 }
