@@ -4,7 +4,7 @@
 //
 //   GET /v1/ping                   no database
 //   GET /v1/auth/me                the session lookup with the user's second factors (src/sessions/store.ts)
-//   GET /v1/orgs                   the session lookup without them; BEGIN; set_config (src/platform/tenant-context.ts); the list; COMMIT
+//   GET /v1/orgs                   the session lookup without them; the list with its context (src/orgs/store.ts), one statement
 //   GET /v1/orgs/{orgId}           lookup; app_enter_org (src/orgs/store.ts), one statement
 //   GET /v1/orgs/{orgId}/projects  lookup; app_org_projects (src/projects/store.ts), one statement
 //   GET /ops/audit                 lookup (an operator's bearer session); the first page (src/audit/store.ts)
@@ -15,7 +15,7 @@
 // Environment: BARE_DATABASE_URL (no database routes without it), BARE_POOL_MAX (10).
 import pg from 'pg';
 import { hashToken, looksLikeToken } from '../../src/sessions/tokens';
-import { ENTER_ORG, FIND_LIVE_SESSION, FIND_LIVE_SESSION_WITH_SECOND_FACTORS, LIST_ORGS, LIST_PROJECTS_AS_MEMBER, SET_CONTEXT } from '../orgs/sql';
+import { ENTER_ORG, FIND_LIVE_SESSION, FIND_LIVE_SESSION_WITH_SECOND_FACTORS, LIST_ORGS, LIST_PROJECTS_AS_MEMBER } from '../orgs/sql';
 
 const LIMIT = 50;
 const IDLE_TIMEOUT_MS = 14 * 24 * 3600 * 1000; // SESSION_IDLE_TIMEOUT_SECONDS default
@@ -93,23 +93,6 @@ async function sessionOf(authorization: string | undefined, secondFactors = fals
 }
 /* eslint-enable @typescript-eslint/no-explicit-any */
 
-/** One transaction as `userId`, like Services.actingAs (a set_config statement after BEGIN). */
-async function actingAs<T>(userId: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await db().connect();
-  try {
-    await client.query('BEGIN;');
-    await client.query(SET_CONTEXT, [userId, '', '']);
-    const result = await fn(client);
-    await client.query('COMMIT;');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK;').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
-}
-
 const UNAUTHENTICATED: Answer = [401, { code: 'unauthenticated' }];
 const NOT_FOUND: Answer = [404, { code: 'not_found' }];
 
@@ -123,7 +106,8 @@ export async function me(authorization: string | undefined): Promise<Answer> {
 export async function listOrgs(authorization: string | undefined): Promise<Answer> {
   const session = await sessionOf(authorization);
   if (!session) return UNAUTHENTICATED;
-  const rows = await actingAs(session.id, async (c) => (await c.query({ name: 'orgs.member_organisations', text: LIST_ORGS, values: [session.id, null, null, LIMIT + 1] })).rows);
+  // One statement, no explicit transaction (as OrgService.list).
+  const rows = (await db().query({ ...LIST_ORGS, values: [session.id, null, null, LIMIT + 1] })).rows;
   return [200, listBody(rows, orgBody)];
 }
 

@@ -408,7 +408,7 @@ async function sqlTimes(appUrl: string, setRls: (on: boolean) => Promise<void>, 
   const requests = (userId: string, orgId: string): Record<string, { orgId: string | null; stmts: Stmt[] }> => ({
     first: { orgId, stmts: [[LIST_PROJECTS_AS_MEMBER.text, [userId, orgId, null, PAGE + 1]]] },
     deep: { orgId, stmts: [[LIST_PROJECTS_AS_MEMBER.text, [userId, orgId, deepAfter, PAGE + 1]]] },
-    orgs: { orgId: null, stmts: [[LIST_ORGS, [userId, null, null, PAGE + 1]]] },
+    orgs: { orgId: null, stmts: [[LIST_ORGS.text, [userId, null, null, PAGE + 1]]] },
     org: { orgId, stmts: [[ENTER_ORG.text, [userId, orgId, false]]] },
   });
   const once = async (userId: string, orgId: string | null, stmts: Stmt[]) => {

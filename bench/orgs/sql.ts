@@ -10,5 +10,5 @@ export const LIST_PROJECTS_AS_MEMBER = { name: 'projects.list_as_member', text: 
 // The page query inside app_org_projects (for its plan and the serial SQL times).
 export const LIST_PROJECTS =
   'select "id", "org_id", "name", "description", "created_by", "created_at", "updated_at" from "projects" where "org_id" = $1 order by "id" desc limit $2';
-/** src/orgs/store.ts listForUser, first page, no deleted organisations ($3 null). */
-export const LIST_ORGS = 'select * from app_member_organisations($1, $2, $3, $4)';
+/** src/orgs/store.ts listForUser (context and page in one statement); first page, no deleted organisations ($3 null). */
+export { MEMBER_ORGANISATIONS as LIST_ORGS } from '../../src/orgs/store';

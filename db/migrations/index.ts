@@ -18,6 +18,7 @@ import * as operatorsAndAppRolePassword from './20261126100000_operators_and_app
 import * as erasureIgnoresCase from './20261126110000_erasure_ignores_case';
 import * as jobRunTraceparent from './20261127000000_job_run_traceparent';
 import * as idempotencyKeys from './20261128000000_idempotency_keys';
+import * as memberOrganisationsInOneStatement from './20261128100000_member_organisations_in_one_statement';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_users_and_sessions': usersAndSessions,
@@ -36,6 +37,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126110000_erasure_ignores_case': erasureIgnoresCase,
   '20261127000000_job_run_traceparent': jobRunTraceparent,
   '20261128000000_idempotency_keys': idempotencyKeys,
+  '20261128100000_member_organisations_in_one_statement': memberOrganisationsInOneStatement,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

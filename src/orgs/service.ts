@@ -78,14 +78,13 @@ export class OrgService {
 
   /** GET /v1/orgs: the caller's organisations, newest first, a page at a time. */
   list(caller: Caller, request: PageRequest & { includeDeleted: boolean }): Promise<Page<OrgView>> {
+    // One statement that sets the acting context itself (store.listForUser): no transaction.
     return pageById('org', request, (limit, beforeId) =>
-      this.s.actingAs({ userId: caller.userId }, (tx) =>
-        store.listForUser(tx.db, caller.userId, {
-          limit,
-          beforeId,
-          deletedSince: request.includeDeleted ? new Date(tx.now().getTime() - this.restoreWindowMs) : null,
-        }),
-      ),
+      store.listForUser(this.s.db, caller.userId, {
+        limit,
+        beforeId,
+        deletedSince: request.includeDeleted ? new Date(this.s.now().getTime() - this.restoreWindowMs) : null,
+      }),
     );
   }
 

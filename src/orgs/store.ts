@@ -81,12 +81,13 @@ export async function findMembership(db: Db, orgId: string, userId: string): Pro
   return row ? { org: toOrg(row), role: row.role } : null;
 }
 
-const MEMBER_ORGANISATIONS = prepared('orgs.member_organisations', 'select * from app_member_organisations($1, $2, $3, $4)');
+export const MEMBER_ORGANISATIONS = prepared('orgs.member_organisations', 'select * from app_acting_member_organisations($1, $2, $3, $4)');
 
 /**
  * A user's organisations, newest first; soft-deleted ones only when they own them and they were
- * deleted after `deletedSince`. Only for the acting user (Services.actingAs): the function
- * answers nothing for anyone else (see the migration for why it is a function).
+ * deleted after `deletedSince`. One statement that also makes `userId` the acting user (as
+ * Services.actingAs would, for the rest of the transaction when `db` is one): no explicit
+ * transaction (see the migration member_organisations_in_one_statement).
  */
 export async function listForUser(
   db: Db,

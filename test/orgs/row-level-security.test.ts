@@ -127,6 +127,16 @@ it('the one-statement project list sets its context for that statement only, and
   });
 });
 
+it('the one-statement list of organisations sets its context for that statement only, and lists only the acting user’s', async () => {
+  await withOneConnection(async (_services, db) => {
+    const list = (userId: string) => db.raw('select id, role from app_acting_member_organisations(?, null, null, 50)', [userId]);
+    expect((await list(a.user.userId)).rows).toEqual([{ id: a.org.id, role: 'owner' }]);
+    expect(await leftContext(db)).toEqual({ u: null, o: null });
+    expect((await list(b.user.userId)).rows).toEqual([{ id: b.org.id, role: 'owner' }]);
+    expect(await db('organisations').select()).toEqual([]);
+  });
+});
+
 it('the acting user does not outlive its transaction on the pooled connection', async () => {
   await withOneConnection(async (services, db) => {
     await services.actingAs({ userId: a.user.userId, orgId: a.org.id }, async (tx) => {
