@@ -2,7 +2,12 @@
 // alike: pg's Client.query is wrapped while profiling), grouped by what it does, with its count and
 // latency, to see the database round trips per run; and this process's CPU time and event-loop
 // delay for each side.
+import fs from 'node:fs';
+import inspector from 'node:inspector';
+import os from 'node:os';
+import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { formatProfile, summariseProfile } from '../http/cpu-profile';
 import pg from 'pg';
 
 interface Stat {
@@ -88,5 +93,36 @@ export class ProcessProfile {
     const cpuMs = (cpu.user + cpu.system) / 1000;
     const ms = (ns: number) => Math.max(0, ns / 1e6 - ProcessProfile.RESOLUTION_MS).toFixed(1);
     return `node CPU ${(cpuMs / runs).toFixed(3)} ms/job (${((cpuMs / wallMs) * 100).toFixed(0)}% of one core), event-loop delay p50 ${ms(this.delay.percentile(50))} ms, p99 ${ms(this.delay.percentile(99))} ms`;
+  }
+}
+
+/**
+ * A V8 CPU profile of this process between start() and stop() (node:inspector), written to a
+ * temporary file and summarised as bench:http summarises the service's: where our side's CPU per
+ * job goes.
+ */
+export class CpuProfile {
+  private readonly session = new inspector.Session();
+
+  async start(): Promise<void> {
+    this.session.connect();
+    await this.post('Profiler.enable');
+    await this.post('Profiler.start');
+  }
+
+  async stop(jobs: number): Promise<string[]> {
+    const { profile } = (await this.post('Profiler.stop')) as { profile: unknown };
+    this.session.disconnect();
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-jobs-prof-')), 'ours.cpuprofile');
+    fs.writeFileSync(file, JSON.stringify(profile));
+    try {
+      return formatProfile(summariseProfile(file), jobs).map((l) => l.replace('requests', 'jobs').replace('CPU/request', 'CPU/job'));
+    } finally {
+      fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    }
+  }
+
+  private post(method: string): Promise<unknown> {
+    return new Promise((resolve, reject) => this.session.post(method, (err, result) => (err ? reject(err) : resolve(result))));
   }
 }

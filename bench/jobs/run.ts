@@ -22,7 +22,7 @@ import { buildAppContext } from '../../src/app-context-factory';
 import type { AppContext } from '../../src/app-context';
 import { measureBare, type Measurement } from './bare';
 import { measureOurs, noopKind } from './ours';
-import { ProcessProfile, QueryProfile } from './profile';
+import { CpuProfile, ProcessProfile, QueryProfile } from './profile';
 
 const AIM = 0.5;
 
@@ -145,13 +145,20 @@ async function main(): Promise<void> {
     const queries = opts.profile ? new QueryProfile() : null;
     const proc = opts.profile ? new ProcessProfile() : null;
     for (let round = 1; round <= opts.rounds; round++) {
+      // The CPU profile of our side in the last round only (the profiler's own cost stays out of the others).
+      const cpu = opts.profile && round === opts.rounds ? new CpuProfile() : null;
       queries?.start();
       proc?.start();
+      await cpu?.start();
       const o = await measureOurs(ctx, probe, opts);
+      const cpuLines = await cpu?.stop(opts.n);
       const oursProc = proc?.stop(opts.n, o.ms);
       queries?.stop();
       proc?.start();
+      const bareCpu = cpu ? new CpuProfile() : null;
+      await bareCpu?.start();
       const b = await bare(String(round), opts.n);
+      const bareCpuLines = await bareCpu?.stop(opts.n);
       const bareProc = proc?.stop(opts.n, b.ms);
       ours.push(o);
       bares.push(b);
@@ -164,6 +171,8 @@ async function main(): Promise<void> {
         console.log(`\nPostgres statements of our side, round ${round} (latency = sent → answered, as the caller waits):`);
         for (const line of queries.report(opts.n)) console.log(`  ${line}`);
       }
+      if (cpuLines) console.log(`\nCPU profile of our side, round ${round} (this process: enqueue, workers, BullMQ, pg):\n${cpuLines.map((l) => `  ${l}`).join('\n')}`);
+      if (bareCpuLines) console.log(`\nCPU profile of the bare side, round ${round}:\n${bareCpuLines.map((l) => `  ${l}`).join('\n')}`);
     }
 
     const o = median(ours);
