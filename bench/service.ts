@@ -28,8 +28,6 @@ export interface ServiceOptions {
   cpu: number | null;
   /** Flags for node before the script (e.g. --cpu-prof). */
   nodeFlags?: string[];
-  /** A command node runs under (e.g. valgrind and its flags), instead of being pinned to `cpu`; it gets longer to start. */
-  launcher?: string[];
   sessionSecret: string;
   databaseUrl: string;
   redisUrl: string;
@@ -46,8 +44,7 @@ export interface ServiceOptions {
  */
 export async function startService(name: string, o: ServiceOptions): Promise<Server> {
   const port = await freePort();
-  const nodeArgs = [...(o.nodeFlags ?? []), o.mainJs, 'serve'];
-  const [cmd, args] = o.launcher ? [o.launcher[0]!, [...o.launcher.slice(1), process.execPath, ...nodeArgs]] : pinned(o.cpu, process.execPath, nodeArgs);
+  const [cmd, args] = pinned(o.cpu, process.execPath, [...(o.nodeFlags ?? []), o.mainJs, 'serve']);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NODE_ENV: 'production',
@@ -69,7 +66,7 @@ export async function startService(name: string, o: ServiceOptions): Promise<Ser
     if ((await fetch(`${server.url}/readyz`)).status !== 200) return false;
     // Migrations checked and the database marked ready: authenticated operations answer.
     return (await fetch(`${server.url}/v1/auth/me`, { headers: { Authorization: o.auth } })).status !== 503;
-  }, o.launcher ? 600_000 : undefined);
+  });
   return server;
 }
 

@@ -11,7 +11,6 @@ import { ipCeiling } from './ratelimit/ip-ceiling';
 import { cors } from './http/cors';
 import { compress } from './http/compression';
 import { handlers } from '../handlers';
-import { measureRequests } from './http/request-metrics';
 
 export function createApp(app: AppContext): express.Express {
   const server = express();
@@ -23,12 +22,9 @@ export function createApp(app: AppContext): express.Express {
   const crossOrigin = cors(app.config, app.contract);
   const compression = compress();
   const router = createRouter(app, handlers);
-  // Counted only where something scrapes them (METRICS_PORT): off costs nothing.
-  const measure = app.config.metricsPort === null ? null : measureRequests(app.metrics);
   // One middleware for them all: each layer of Express's router costs a little on every request.
   server.use((req, res, next) => {
     context(req, res);
-    measure?.(res);
     apiSecurityHeaders(res);
     if (crossOrigin(req, res)) return;
     ceiling(req, res, (err?: unknown) => {

@@ -20,7 +20,8 @@ import { createRedis, describeRedis, redactUrl } from './platform/redis';
 import { buildAppContext } from './app-context-factory';
 import { createApp } from './app';
 import { Metrics, metricsServer } from './platform/metrics';
-import { closeAfterEachAnswer, createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
+import { answersInFlight, closeAfterEachAnswer, createHttpServer, DEFAULT_IDLE_GRACE_MS, drainHttpServer } from './http/server';
+import { answerObserver } from './http/request-metrics';
 import type { GrantOutcome, RevokeOutcome } from './accounts/operators';
 import { Services, type Platform } from './services';
 import type { AppContext } from './app-context';
@@ -129,7 +130,9 @@ async function serve(config: Config, logger: Logger, mode: 'api' | 'worker'): Pr
   const redis = createRedis(config.redis);
   const app = buildAppContext({ config, logger, db, redis });
   // Timeouts from config.http (slow clients are cut), Problem answers for what Node refuses itself.
-  const server = createHttpServer(mode === 'api' ? createApp(app) : (_req, res) => res.writeHead(404).end(), config, logger);
+  // Answers are counted only where something scrapes them (METRICS_PORT): off costs nothing.
+  const server = createHttpServer(mode === 'api' ? createApp(app) : (_req, res) => res.writeHead(404).end(), config, logger, answerObserver(app));
+  app.metrics.readInFlight(() => answersInFlight(server));
   let stopping = false;
   migrateWhenReachable(app, owner, () => stopping, async () => {
     await app.instance.start(); // records this release and instance, then heartbeats every 15 s

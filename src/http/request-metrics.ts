@@ -1,42 +1,27 @@
 // Every answer counted and timed for Prometheus (src/platform/metrics.ts), labelled by the
 // operationId the router found ("unmatched" for a 404 or 405 path): never the raw path, which
-// would make a series per id. Cheap on the request path: one handler function shared by every response
-// (`once` adds only its small wrapper), and each label set's counter and histogram looked up once, then kept
-// (prom-client hashes the labels on every call otherwise).
+// would make a series per id. Cheap on the request path (bench:metrics): called from the close
+// listener the HTTP server has on every response anyway (server.ts), with the start time it kept
+// there, and counted in place by Metrics.countAnswer.
+import type { ServerResponse } from 'node:http';
 import type { Response } from 'express';
+import type { Config } from '../config';
 import type { Metrics } from '../platform/metrics';
+import type { AnswerObserver } from './server';
 
-
-interface Series {
-  count: { inc(): void };
-  duration: { observe(seconds: number): void };
+/** What the HTTP server is given (server.ts): nothing without METRICS_PORT, so nothing is counted. */
+export function answerObserver(app: { config: Pick<Config, 'metricsPort'>; metrics: Metrics }): AnswerObserver | undefined {
+  return app.config.metricsPort === null ? undefined : measureRequests(app.metrics);
 }
 
-export function measureRequests(metrics: Metrics): (res: Response) => void {
-  const series = new Map<string, Series>();
-  function seriesOf(operation: string, method: string, statusClass: string): Series {
-    const key = `${operation} ${method} ${statusClass}`;
-    let found = series.get(key);
-    if (!found) {
-      found = { count: metrics.httpRequests.labels(operation, method, statusClass), duration: metrics.httpDuration.labels(operation) };
-      series.set(key, found);
-    }
-    return found;
-  }
-  function finished(this: Response) {
-    metrics.httpInFlight.dec();
-    const operation = (this.locals.operationId as string | undefined) ?? 'unmatched';
-    const s = seriesOf(operation, this.req.method, STATUS_CLASSES[Math.floor(this.statusCode / 100)] ?? 'other');
-    s.count.inc();
-    if (this.statusCode === 429) metrics.rateLimited.labels((this.locals.rateLimit as string | undefined) ?? 'unknown').inc();
-    s.duration.observe(Number(process.hrtime.bigint() - (this.locals.startedAt as bigint)) / 1e9);
-  }
-  // The start goes in res.locals (there already): a new property on every response would change
-  // the shape V8 keeps for responses.
-  return (res: Response) => {
-    res.locals.startedAt = process.hrtime.bigint();
-    metrics.httpInFlight.inc();
-    res.once('close', finished);
+function measureRequests(metrics: Metrics): AnswerObserver {
+  return (res: ServerResponse, startedAt: bigint) => {
+    // Express gave the response its locals; an answer Express never saw (none today) has none.
+    const locals = (res as Response).locals as Record<string, unknown> | undefined;
+    const operation = (locals?.operationId as string | undefined) ?? 'unmatched';
+    const status = res.statusCode;
+    metrics.countAnswer(operation, res.req.method ?? 'GET', STATUS_CLASSES[Math.floor(status / 100)] ?? 'other', Number(process.hrtime.bigint() - startedAt) / 1e9);
+    if (status === 429) metrics.rateLimited.labels((locals?.rateLimit as string | undefined) ?? 'unknown').inc();
   };
 }
 

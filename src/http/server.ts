@@ -27,8 +27,8 @@ export const DEFAULT_IDLE_GRACE_MS = 1_000;
 const SWEEP_INTERVAL_MS = 100;
 
 interface ServerState {
-  /** Responses not yet closed (finished or aborted). */
-  inFlight: Set<http.ServerResponse>;
+  /** Responses not yet closed (finished or aborted), with when their request came (0 when nothing measures it). */
+  inFlight: Map<http.ServerResponse, bigint>;
   /** Every answer closes its connection (set by a drain, or before one by closeAfterEachAnswer). */
   closing: boolean;
   draining: boolean;
@@ -45,30 +45,36 @@ const states = new WeakMap<http.Server, ServerState>();
 const SECURITY_HEADERS: string[] = [];
 apiSecurityHeaders({ setHeader: (name: string, value: unknown) => SECURITY_HEADERS.push(`${name}: ${String(value)}`) } as unknown as Response);
 
+/** Told of each answer once it is closed, with when its request came (process.hrtime.bigint()). */
+export type AnswerObserver = (res: http.ServerResponse, startedAt: bigint) => void;
+
 /**
  * An HTTP server running `handler`, with the time limits of `config.http` and Problem answers for
- * the requests Node refuses itself (headers too large, too slow, unparseable).
+ * the requests Node refuses itself (headers too large, too slow, unparseable). `observer` (metrics)
+ * is called from the close listener every response has here anyway: no listener of its own.
  */
-export function createHttpServer(handler: http.RequestListener, config: Pick<Config, 'http'>, logger: Logger): http.Server {
+export function createHttpServer(handler: http.RequestListener, config: Pick<Config, 'http'>, logger: Logger, observer?: AnswerObserver): http.Server {
   const server = http.createServer({
     headersTimeout: config.http.headersTimeoutMs,
     requestTimeout: config.http.requestTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
   });
-  const state: ServerState = { inFlight: new Set(), closing: false, draining: false, drain: null, finishedWhileDraining: 0, keepAlivePromisedAt: 0 };
+  const state: ServerState = { inFlight: new Map(), closing: false, draining: false, drain: null, finishedWhileDraining: 0, keepAlivePromisedAt: 0 };
   states.set(server, state);
 
   // Shared by every response: no closure per request.
   function onResponseClose(this: http.ServerResponse) {
+    const startedAt = state.inFlight.get(this)!;
     state.inFlight.delete(this);
     if (state.draining) state.finishedWhileDraining++;
+    observer?.(this, startedAt);
   }
   // Registered before `handler`, so it runs first: a request that arrives while draining has its
   // `Connection: close` set before the application can send headers.
   server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
     if (state.closing) res.setHeader('Connection', 'close');
-    state.inFlight.add(res);
+    state.inFlight.set(res, observer ? process.hrtime.bigint() : 0n);
     res.on('close', onResponseClose);
   });
   server.on('request', handler);
@@ -122,8 +128,13 @@ function answerClientError(err: NodeJS.ErrnoException, socket: net.Socket, serve
 }
 
 function responseStarted(state: ServerState, socket: net.Socket): boolean {
-  for (const res of state.inFlight) if (res.socket === socket && res.headersSent) return true;
+  for (const res of state.inFlight.keys()) if (res.socket === socket && res.headersSent) return true;
   return false;
+}
+
+/** Requests `server` is answering now (http_requests_in_flight). */
+export function answersInFlight(server: http.Server): number {
+  return states.get(server)?.inFlight.size ?? 0;
 }
 
 /**
@@ -137,7 +148,7 @@ export function closeAfterEachAnswer(server: http.Server): void {
   const state = states.get(server);
   if (!state) throw new Error('closeAfterEachAnswer: the server was not made by createHttpServer');
   state.closing = true;
-  for (const res of state.inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+  for (const res of state.inFlight.keys()) if (!res.headersSent) res.setHeader('Connection', 'close');
 }
 
 export interface DrainOptions {
@@ -170,7 +181,7 @@ export function drainHttpServer(server: http.Server, options: DrainOptions): Pro
   state.closing = true;
   state.keepAlivePromisedAt = started; // every idle connection got a keep-alive answer
   const inFlightAtStart = state.inFlight.size;
-  for (const res of state.inFlight) {
+  for (const res of state.inFlight.keys()) {
     if (!res.headersSent) {
       res.setHeader('Connection', 'close');
     } else {

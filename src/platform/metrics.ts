@@ -31,10 +31,31 @@ const SLOW_READING_TTL_MS = 5_000;
 export class Metrics {
   readonly registry = new Registry();
 
+  /**
+   * Answers by operation, method and status class, counted in place (countAnswer) and handed to
+   * prom-client at scrape time: its counters hash their labels on every increment.
+   */
+  private readonly answers = new Map<string, { labels: Record<'operation' | 'method' | 'status_class', string>; count: number; duration: { observe(seconds: number): void } }>();
   /** Requests by operationId (never a raw path: the label stays bounded), method and status class. */
-  readonly httpRequests = this.counter('http_requests_total', 'HTTP requests answered, by operation (operationId, or "unmatched"), method and status class.', ['operation', 'method', 'status_class']);
+  readonly httpRequests: Counter<'operation' | 'method' | 'status_class'> = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by operation (operationId, or "unmatched"), method and status class.',
+    labelNames: ['operation', 'method', 'status_class'],
+    registers: [this.registry],
+    collect: () => {
+      this.httpRequests.reset();
+      for (const a of this.answers.values()) this.httpRequests.inc(a.labels, a.count);
+    },
+  });
   readonly httpDuration = this.histogram('http_request_duration_seconds', 'Time from the request to the end of its answer, by operation.', ['operation'], LATENCY_BUCKETS);
-  readonly httpInFlight = new Gauge({ name: 'http_requests_in_flight', help: 'Requests being answered now.', registers: [this.registry] });
+  /** How many requests are being answered now: read at scrape time from the HTTP server (readInFlight). */
+  private inFlight: () => number = () => 0;
+  readonly httpInFlight: Gauge = new Gauge({
+    name: 'http_requests_in_flight',
+    help: 'Requests being answered now.',
+    registers: [this.registry],
+    collect: () => this.httpInFlight.set(this.inFlight()),
+  });
   readonly rateLimited = this.counter('http_rate_limited_total', 'Requests refused with 429, by the limit that was spent (src/ratelimit/limits.ts names them; "ip" is the per-IP ceiling).', ['limit']);
 
   readonly dbQueryErrors = this.counter('db_query_errors_total', 'PostgreSQL statements that failed: reason "unavailable" (connection lost, timeout, server going away) or "error" (any other, constraint violations included).', ['reason']);
@@ -46,6 +67,23 @@ export class Metrics {
 
   readonly mail = this.counter('mail_messages_total', 'Mail delivery attempts, by outcome (sent, failed). A failed attempt is retried by its job.', ['outcome']);
   readonly signIns = this.counter('sign_ins_total', 'Sign-in attempts by first-factor method (password, passkey, google, github) and outcome (succeeded, failed, second_factor_required).', ['method', 'outcome']);
+
+  /** One answer of the HTTP server (src/http/request-metrics.ts): its operation, method, status class and duration. */
+  countAnswer(operation: string, method: string, statusClass: string, seconds: number): void {
+    const key = `${operation} ${method} ${statusClass}`;
+    let series = this.answers.get(key);
+    if (!series) {
+      series = { labels: { operation, method, status_class: statusClass }, count: 0, duration: this.httpDuration.labels(operation) };
+      this.answers.set(key, series);
+    }
+    series.count++;
+    series.duration.observe(seconds);
+  }
+
+  /** Where http_requests_in_flight is read at scrape time. */
+  readInFlight(read: () => number): void {
+    this.inFlight = read;
+  }
 
   /** Starts the gauges read at scrape time, from `readers`. */
   observe(readers: MetricReaders): void {

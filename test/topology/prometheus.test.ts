@@ -12,6 +12,8 @@ import { startTestApp, type TestApp } from '../support/test-app';
 import { freePort } from '../support/ports';
 import { waitFor } from '../support/wait';
 import { metricsServer } from '../../src/platform/metrics';
+import { answersInFlight, createHttpServer } from '../../src/http/server';
+import { answerObserver } from '../../src/http/request-metrics';
 import { TestSmtpServer } from '../support/smtp';
 import { PASSWORD, uniqueEmail } from '../support/accounts';
 
@@ -50,7 +52,9 @@ beforeAll(async () => {
     const t = i === 0
       ? await startTestApp({ METRICS_PORT: '0', SMTP_URL: smtp.url, RATE_LIMIT_LOGIN_PER_MINUTE: '3' }, { workers: true })
       : await startTestApp({ METRICS_PORT: '0' });
-    const api = http.createServer(t.server);
+    // The server main.ts makes: it counts each answer when its connection is done with it.
+    const api = createHttpServer(t.server, t.ctx.config, t.ctx.logger, answerObserver(t.ctx));
+    t.ctx.metrics.readInFlight(() => answersInFlight(api));
     const metrics = metricsServer(t.ctx.metrics);
     t.ctx.metrics.collectProcessMetrics(); // as main.ts does when it opens the listener
     instances.push({ t, api, metrics });
@@ -206,7 +210,11 @@ it('counts nothing without METRICS_PORT: the request path has no metrics work at
   const t = await startTestApp();
   try {
     expect(t.ctx.config.metricsPort).toBeNull();
-    await t.http.get('/v1/ping').expect(200);
+    expect(answerObserver(t.ctx)).toBeUndefined();
+    const api = createHttpServer(t.server, t.ctx.config, t.ctx.logger, answerObserver(t.ctx));
+    const port = await listen(api);
+    expect((await fetch(`http://127.0.0.1:${port}/v1/ping`)).status).toBe(200);
+    await close(api);
     const text = await t.ctx.metrics.registry.metrics();
     expect(text).toContain('# TYPE http_requests_total counter');
     expect(text).not.toMatch(/^http_requests_total\{/m);
