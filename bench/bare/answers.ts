@@ -87,7 +87,7 @@ async function sessionOf(authorization: string | undefined, secondFactors = fals
   const now = Date.now();
   const { rows } = await db().query({
     ...(secondFactors ? FIND_LIVE_SESSION_WITH_SECOND_FACTORS : FIND_LIVE_SESSION),
-    values: [hashToken(token), new Date(now), new Date(now - IDLE_TIMEOUT_MS), new Date(now - TOUCH_EVERY_MS)],
+    values: [hashToken(token), new Date(now).toISOString(), new Date(now - IDLE_TIMEOUT_MS).toISOString(), new Date(now - TOUCH_EVERY_MS).toISOString()],
   });
   return rows[0] && rows[0].transport === 'bearer' ? rows[0] : null;
 }

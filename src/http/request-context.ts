@@ -7,6 +7,8 @@ import { newId } from '../ids';
 const VALID_REQUEST_ID = /^req_[A-Za-z0-9_-]{8,64}$/;
 
 export function requestContext(logger: Logger) {
+  // The level is fixed when the logger is made (logger.ts): asked once, not on every request.
+  const accessLog = logger.isInfoEnabled();
   return (req: Request, res: Response): void => {
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : newId('req');
@@ -20,7 +22,7 @@ export function requestContext(logger: Logger) {
     const url = req.url;
     if (url.startsWith('/v1/auth/') || url.startsWith('/ops/')) res.setHeader('Cache-Control', 'no-store');
     // No listener at all when the access log is off.
-    if (logger.isInfoEnabled()) {
+    if (accessLog) {
       const start = process.hrtime.bigint();
       res.on('finish', () => {
         logger.info('request', {

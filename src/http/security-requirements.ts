@@ -28,14 +28,17 @@ export interface SecuredRoute {
   operatorOnly: boolean;
   /** Its session lookup reads the caller's second factors (SHOWS_SECOND_FACTORS). */
   secondFactors: boolean;
+  /** The requirements (alternatives), each as the schemes it needs together; `[]` for `{}`. */
+  requirements: SchemeName[][];
 }
 
-export function securityOf(info: OperationInfo): Pick<SecuredRoute, 'schemes' | 'operatorOnly' | 'secondFactors'> {
+export function securityOf(info: OperationInfo): Pick<SecuredRoute, 'schemes' | 'operatorOnly' | 'secondFactors' | 'requirements'> {
   const named = new Set(info.security.flatMap((r) => Object.keys(r)));
   return {
     schemes: (['bearerAuth', 'sessionCookie'] as const).filter((s) => named.has(s)),
     operatorOnly: info.roles.includes('operator'),
     secondFactors: SHOWS_SECOND_FACTORS.has(info.operationId),
+    requirements: info.security.map((requirement) => Object.keys(requirement) as SchemeName[]),
   };
 }
 
@@ -56,12 +59,19 @@ export async function authenticate(app: AppContext, route: SecuredRoute, req: Re
     if (result && 'error' in result) throw result.error;
   }
   const found = (r: AuthResult | undefined): r is { caller: Caller } => Boolean(r && 'caller' in r);
-  const authorized = route.info.security.some((requirement) => Object.keys(requirement).every((scheme) => found(results[scheme as SchemeName])));
-  const caller = route.schemes.map((scheme) => results[scheme]).find(found)?.caller ?? null;
+  const authorized = route.requirements.some((schemes) => schemes.every((scheme) => found(results[scheme])));
+  let caller: Caller | null = null;
+  for (const scheme of route.schemes) {
+    const result = results[scheme];
+    if (found(result)) {
+      caller = result.caller;
+      break;
+    }
+  }
   if (caller) {
     if (route.operatorOnly && !caller.operator) throw problems.forbidden('Only operators may use /ops.');
     if (caller.transport === 'cookie') checkCsrf(app.config, req);
   }
-  if (!authorized && route.info.security.length) throw problems.unauthenticated(unauthenticatedDetail(app, req, route.schemes.includes('sessionCookie')));
+  if (!authorized && route.requirements.length) throw problems.unauthenticated(unauthenticatedDetail(app, req, route.schemes.includes('sessionCookie')));
   return caller;
 }

@@ -82,10 +82,12 @@ export const FIND_LIVE_SESSION_WITH_SECOND_FACTORS = findLive(
  */
 export async function findLiveSession(db: Db, token: string, policy: SessionPolicy, now = new Date(), secondFactors = false): Promise<Caller | null> {
   if (!looksLikeToken(token)) return null;
-  const idleCutoff = new Date(now.getTime() - policy.idleTimeoutSeconds * 1000);
-  const touchCutoff = new Date(now.getTime() - TOUCH_EVERY_MS);
+  const at = now.getTime();
   const statement = secondFactors ? FIND_LIVE_SESSION_WITH_SECOND_FACTORS : FIND_LIVE_SESSION;
-  const rows = await runPrepared(db, statement, [hashToken(token), now, idleCutoff, touchCutoff]);
+  // Instants as ISO strings: pg's own Date encoding (local time with its offset, field by field)
+  // allocated more than the rest of the parameters together.
+  const instant = (ms: number) => new Date(ms).toISOString();
+  const rows = await runPrepared(db, statement, [hashToken(token), instant(at), instant(at - policy.idleTimeoutSeconds * 1000), instant(at - TOUCH_EVERY_MS)]);
   const row = rows[0];
   if (!row) return null;
   const lastSeenAt: Date = row.touched ? now : row.last_seen_at;
