@@ -156,6 +156,38 @@ describe('a retrying client (test/sdk/client/retrying.ts, README "Safe retries")
     }
   });
 
+  it('waits out a 409 idempotency_key_in_use (the key held by a request still running) and gets the one result', async () => {
+    const user = await signedInUser(t.ctx, { verified: true });
+    // A request still running holds the key's lock: here the test holds it, on a connection of its own,
+    // from the first attempt until the service has answered it.
+    const holder = ownerDatabase(t);
+    const statuses: number[] = [];
+    const keys: (string | null)[] = [];
+    try {
+      const holding = async (request: Request) => {
+        const header = request.headers.get('Idempotency-Key');
+        keys.push(header);
+        const send = async () => {
+          const res = await fetch(request);
+          statuses.push(res.status);
+          return res;
+        };
+        if (keys.length > 1) return send();
+        return holder.transaction(async (trx) => {
+          // The Structured Field string's content is the key the service locks on.
+          await trx.raw("select pg_advisory_xact_lock(hashtextextended(? || ' ' || ?, 0))", [user.userId, header!.slice(1, -1)]);
+          return send();
+        });
+      };
+      const r = await flows().createOrg(retryingClient(holding), user.token, 'Waited Inc');
+      expect(statuses).toEqual([409, 201]);
+      expect(r).toEqual({ status: 201, id: expect.stringMatching(/^org_/), replayed: null });
+      expect(new Set(keys).size).toBe(1);
+    } finally {
+      await holder.destroy();
+    }
+  });
+
   it("is what README shows as the middleware's core", () => {
     const readme = fs.readFileSync(path.join(projectRoot, 'README.md'), 'utf8');
     const core = /Its core, for other clients to copy:\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1];
@@ -179,6 +211,6 @@ describe('a retrying client (test/sdk/client/retrying.ts, README "Safe retries")
 });
 
 it('checked every answer the generated client received against the contract', () => {
-  // 9 in the account flow, 2 for the operator, 1 invalid and 2 duplicate registrations, 1 retried write.
-  expect(checked).toHaveLength(15);
+  // 9 in the account flow, 2 for the operator, 1 invalid and 2 duplicate registrations, 2 retried writes.
+  expect(checked).toHaveLength(16);
 });
