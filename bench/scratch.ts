@@ -7,7 +7,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import knex, { type Knex } from 'knex';
-import { stopChildren } from './processes';
+import { cpuMs, stopChildren } from './processes';
 
 /** URL of `database` on the bench PostgreSQL (BENCH_DATABASE_URL, default the local trust server). */
 export function adminUrl(database: string): string {
@@ -48,6 +48,13 @@ export interface Scratch {
   profileDir: string;
   /** Creates the scratch database and returns its URL. */
   createDatabase(): Promise<string>;
+  /**
+   * Starts counting the CPU of the scratch database's PostgreSQL backends; the returned function
+   * says how many ms they used since. Backends alive at the end count what they used since the
+   * start (all of it for those opened meanwhile); one that closed meanwhile is missed (pools
+   * close idle ones after 30 s).
+   */
+  postgresCpu(): Promise<() => Promise<number>>;
   /**
    * Once, however often called: stops every child process (bench/processes.ts), runs `beforeDrop`,
    * drops the database, deletes the Redis keys under the prefix and the profile folder.
@@ -90,5 +97,18 @@ export function openScratch(name: string, beforeDrop?: () => Promise<void>): Scr
     dbCreated = true;
     return adminUrl(database);
   };
-  return { id, database, prefix, redisUrl, admin, profileDir, createDatabase, cleanup };
+  const backends = async (): Promise<number[]> =>
+    (await admin.raw('select pid from pg_stat_activity where datname = ? and pid <> pg_backend_pid()', [database])).rows.map((r: { pid: number }) => r.pid);
+  const postgresCpu = async () => {
+    const before = new Map((await backends()).map((pid) => [pid, cpuMs(pid)]));
+    return async () => {
+      let used = 0;
+      for (const pid of await backends()) {
+        const ms = cpuMs(pid) - (before.get(pid) ?? 0);
+        if (Number.isFinite(ms)) used += ms;
+      }
+      return used;
+    };
+  };
+  return { id, database, prefix, redisUrl, admin, profileDir, createDatabase, postgresCpu, cleanup };
 }

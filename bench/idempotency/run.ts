@@ -89,18 +89,12 @@ async function main(): Promise<void> {
       throw new Error(`the key check failed: ${first.status}, then ${again.status} replayed=${again.headers.get('idempotent-replayed')}`);
     }
 
-    const backends = async (): Promise<number[]> =>
-      (await scratch.admin.raw('select pid from pg_stat_activity where datname = ? and pid <> pg_backend_pid()', [scratch.database])).rows.map((r: { pid: number }) => r.pid);
     const measure = async (keyed: boolean): Promise<Row> => {
-      const pgBefore = new Map((await backends()).map((p) => [p, cpuMs(p)]));
+      const postgres = await scratch.postgresCpu();
       const before = cpuMs(server.child.pid!);
       const r = await runCreateWrk(url, auth, opts.connections, opts.duration, keyed, wrkCpu);
       const used = cpuMs(server.child.pid!) - before;
-      let pgUsed = 0;
-      for (const p of await backends()) {
-        const d = cpuMs(p) - (pgBefore.get(p) ?? 0);
-        if (Number.isFinite(d)) pgUsed += d;
-      }
+      const pgUsed = await postgres();
       const s = wrkSummary(r);
       return { label: keyed ? 'with Idempotency-Key' : 'without', ...s, cpuUs: (used * 1000) / Math.max(1, r.requests), pgCpuUs: (pgUsed * 1000) / Math.max(1, r.requests) };
     };

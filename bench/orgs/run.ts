@@ -265,23 +265,13 @@ async function main(): Promise<void> {
     const onPhase = [me, ...ENDPOINTS.map((e) => on[e]), ...ENDPOINTS.map((e) => base[e]), ...ENDPOINTS.map((e) => ceiling[e])];
     const offPhase = ENDPOINTS.map((e) => off[e]);
 
-    // Postgres backends of the scratch database (the service's and the baseline's pools).
-    const backends = async (): Promise<number[]> => {
-      const { rows } = await admin.raw('select pid from pg_stat_activity where datname = ? and pid <> pg_backend_pid()', [database]);
-      return rows.map((r: { pid: number }) => r.pid);
-    };
     const measure = async (tg: Target): Promise<Row> => {
-      const pgBefore = new Map((await backends()).map((p) => [p, cpuMs(p)]));
+      // The scratch database's backends: the service's and the baselines' pools.
+      const postgres = await scratch.postgresCpu();
       const before = cpuMs(tg.pid);
       const r = await runWrk(tg, opts.duration);
       const cpuUsed = cpuMs(tg.pid) - before;
-      // Backends alive at the end: what they used since the start (all of it for those opened
-      // meanwhile). One that closed during the run is missed (pools close idle ones after 30 s).
-      let pgUsed = 0;
-      for (const p of await backends()) {
-        const used = cpuMs(p) - (pgBefore.get(p) ?? 0);
-        if (Number.isFinite(used)) pgUsed += used;
-      }
+      const pgUsed = await postgres();
       return {
         label: tg.label,
         ...wrkSummary(r),

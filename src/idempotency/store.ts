@@ -14,14 +14,8 @@ export interface StoredKey extends StoredAnswer {
   fingerprint: Buffer;
 }
 
-interface KeyRecord {
-  fingerprint: Buffer;
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer | null;
-}
-
-const toStoredKey = (r: KeyRecord): StoredKey => ({ fingerprint: r.fingerprint, status: r.status, headers: r.headers, body: r.body });
+/** The row's columns as StoredKey names them (claim's row also has `locked`, left out). */
+const toStoredKey = (r: StoredKey): StoredKey => ({ fingerprint: r.fingerprint, status: r.status, headers: r.headers, body: r.body });
 
 // One round trip: the transaction-scoped lock of this user's key (false when another transaction
 // holds it) and its live row. The lock's key is a 64-bit hash of the pair: two pairs sharing one
@@ -38,7 +32,7 @@ const CLAIM = prepared(
  * reads its answer if one is recorded and not expired.
  */
 export async function claim(db: Db, userId: string, key: string, now: Date): Promise<{ locked: boolean; stored: StoredKey | null }> {
-  const [row] = await runPrepared<KeyRecord & { locked: boolean }>(db, CLAIM, [userId, key, now]);
+  const [row] = await runPrepared<StoredKey & { locked: boolean }>(db, CLAIM, [userId, key, now]);
   return { locked: row!.locked, stored: row!.fingerprint ? toStoredKey(row!) : null };
 }
 
@@ -64,7 +58,7 @@ export async function record(db: Db, row: { userId: string; key: string; fingerp
 
 /** The live row of a key, read without its lock. */
 export async function find(db: Db, userId: string, key: string, now: Date): Promise<StoredKey | null> {
-  const row = await db('idempotency_keys').where({ user_id: userId, key }).where('expires_at', '>', now).first<KeyRecord | undefined>('fingerprint', 'status', 'headers', 'body');
+  const row = await db('idempotency_keys').where({ user_id: userId, key }).where('expires_at', '>', now).first<StoredKey | undefined>('fingerprint', 'status', 'headers', 'body');
   return row ? toStoredKey(row) : null;
 }
 
