@@ -74,10 +74,10 @@ export async function startService(name: string, o: ServiceOptions): Promise<Ser
  * Starts a bare baseline server (`file`, which listens on PORT and answers GET /v1/ping) with
  * NODE_ENV=production on a free port and waits until it answers.
  */
-export async function startBareServer(name: string, file: string, cpu: number | null, env: NodeJS.ProcessEnv = {}): Promise<Server> {
+export async function startBareServer(name: string, file: string, cpu: number | null, env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []): Promise<Server> {
   const port = await freePort();
   // `node --import tsx`: one process (the tsx CLI would fork a second), so its pid is the server's.
-  const [cmd, args] = pinned(cpu, process.execPath, ['--import', 'tsx', file]);
+  const [cmd, args] = pinned(cpu, process.execPath, [...nodeFlags, '--import', 'tsx', file]);
   const server = startServer(name, cmd, args, { ...process.env, NODE_ENV: 'production', PORT: String(port), ...env }, port);
   await waitFor(server, async () => (await fetch(`${server.url}/v1/ping`)).status === 200);
   return server;

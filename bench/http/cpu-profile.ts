@@ -56,6 +56,7 @@ export interface ProfileSummary {
   selfByPackage: [string, number][];
   byLayer: [string, number][];
   inclusiveByFunction: [string, number][];
+  selfByFunction: [string, number][];
 }
 
 /**
@@ -73,6 +74,7 @@ export function summariseProfile(file: string, window?: { fromEndUs: number; toE
   const selfPkg = new Map<string, number>();
   const layer = new Map<string, number>();
   const inclFn = new Map<string, number>();
+  const selfFn = new Map<string, number>();
   const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
   let total = 0;
   let idle = 0;
@@ -92,6 +94,7 @@ export function summariseProfile(file: string, window?: { fromEndUs: number; toE
     }
     const leafPkg = packageOf(node.callFrame);
     add(selfPkg, leafPkg, us);
+    add(selfFn, node.callFrame.url ? frameKey(node.callFrame) : node.callFrame.functionName, us);
     let owner: string | undefined;
     const fns = new Set<string>();
     while (node) {
@@ -115,6 +118,7 @@ export function summariseProfile(file: string, window?: { fromEndUs: number; toE
     selfByPackage: sorted(selfPkg),
     byLayer: sorted(layer),
     inclusiveByFunction: sorted(inclFn),
+    selfByFunction: sorted(selfFn),
   };
 }
 
@@ -132,6 +136,8 @@ export function formatProfile(s: ProfileSummary, requests: number, top = 20): st
   for (const [k, v] of s.byLayer.slice(0, top)) lines.push(`${k.padEnd(40)} ${perReq(v)} ${pct(v)}`);
   lines.push('', `${'function (inclusive)'.padEnd(80)} ${'µs/req'.padStart(7)} ${'share'.padStart(6)}`);
   for (const [k, v] of s.inclusiveByFunction.slice(0, top)) lines.push(`${k.slice(0, 80).padEnd(80)} ${perReq(v)} ${pct(v)}`);
+  lines.push('', `${'function (self time)'.padEnd(80)} ${'µs/req'.padStart(7)} ${'share'.padStart(6)}`);
+  for (const [k, v] of s.selfByFunction.slice(0, top)) lines.push(`${k.slice(0, 80).padEnd(80)} ${perReq(v)} ${pct(v)}`);
   return lines;
 }
 

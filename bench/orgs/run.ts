@@ -15,6 +15,7 @@
 //
 //   npm run bench:orgs -- [--duration 4] [--warmup 1] [--connections 32] [--rounds 3]
 //                         [--no-build] [--no-pin] [--no-sql-times] [--profile] [--apply-sql file.sql]
+//                         [--only first,deep,orgs,org]
 //
 // Rounds: each round measures every target once (RLS on: ours + baseline + /me; RLS off: ours),
 // in a rotating order, the two phases alternating which goes first. Ratios (list vs /me, RLS off
@@ -25,7 +26,8 @@
 // acting user's organisation ids. "SQL time" (after the load) also runs the same statements
 // serially for a typical member (10 organisations), to show how the policies' cost scales.
 //
-// --profile: afterwards, a CPU profile of the service under each measured GET (RLS on).
+// --profile: afterwards, a CPU profile of the service and of the bare Express server under each
+// measured GET (RLS on). --only: measure only these routes (page 1, page 50, the org list, one org).
 // --apply-sql: runs a SQL file as the owner on the scratch database after seeding, to try a schema
 // change; the report then says it is not the shipped schema.
 //
@@ -74,12 +76,14 @@ interface Options {
   sqlTimes: boolean;
   profile: boolean;
   applySql: string | null;
+  /** Only these routes (first, deep, orgs, org); all when null. */
+  only: string[] | null;
 }
 
-const USAGE = 'usage: npm run bench:orgs -- [--duration 4] [--warmup 1] [--connections 32] [--rounds 3] [--no-build] [--no-pin] [--no-sql-times] [--profile] [--apply-sql file.sql]';
+const USAGE = 'usage: npm run bench:orgs -- [--duration 4] [--warmup 1] [--connections 32] [--rounds 3] [--no-build] [--no-pin] [--no-sql-times] [--profile] [--apply-sql file.sql] [--only first,deep,orgs,org]';
 
 function parseArgs(argv: string[]): Options {
-  const defaults: Options = { duration: 4, warmup: 1, connections: 32, rounds: 3, build: true, pin: pinByDefault(), sqlTimes: true, profile: false, applySql: null };
+  const defaults: Options = { duration: 4, warmup: 1, connections: 32, rounds: 3, build: true, pin: pinByDefault(), sqlTimes: true, profile: false, applySql: null, only: null };
   return parseOptions(argv, defaults, {
     usage: USAGE,
     numbers: { '--duration': 'duration', '--warmup': 'warmup', '--connections': 'connections', '--rounds': 'rounds' },
@@ -90,7 +94,10 @@ function parseArgs(argv: string[]): Options {
       '--no-sql-times': (o) => (o.sqlTimes = false),
       '--profile': (o) => (o.profile = true),
     },
-    values: { '--apply-sql': { needs: 'a file', set: (o, file) => (o.applySql = path.resolve(file)) } },
+    values: {
+      '--apply-sql': { needs: 'a file', set: (o, file) => (o.applySql = path.resolve(file)) },
+      '--only': { needs: 'routes (first,deep,orgs,org)', set: (o, list) => (o.only = list.split(',')) },
+    },
   });
 }
 
@@ -209,7 +216,8 @@ async function main(): Promise<void> {
       org: `/v1/orgs/${seeded.orgId}`,
     };
     type Endpoint = keyof typeof paths;
-    const ENDPOINTS: Endpoint[] = ['first', 'deep', 'orgs', 'org'];
+    const ENDPOINTS = (['first', 'deep', 'orgs', 'org'] as Endpoint[]).filter((e) => !opts.only || opts.only.includes(e));
+    if (!ENDPOINTS.length) throw new Error(`${USAGE}\n(--only names none of first, deep, orgs, org)`);
     const names: Record<Endpoint, string> = {
       first: 'GET /v1/orgs/{id}/projects (page 1)',
       deep: `GET /v1/orgs/{id}/projects (page ${DEEP_PAGE})`,
@@ -367,15 +375,22 @@ async function main(): Promise<void> {
     if (opts.profile) {
       // Where our service's CPU goes under each measured GET (RLS on): a fresh instance with
       // --cpu-prof, pinned like the measured one; only the load phase is summarised.
+      // The bare Express server is profiled the same way after it: the difference is ours to find.
       for (const e of ENDPOINTS) {
         const atProfiled = (profiled: Server): Target => ({ ...on[e], url: `${profiled.url}${paths[e]}`, pid: profiled.child.pid! });
-        await profileService({
-          profileDir,
-          start: (nodeFlags) => startOurs('our service (profiled)', nodeFlags),
-          warmUp: (profiled) => runWrk(atProfiled(profiled), 1),
-          load: (profiled) => runWrk(atProfiled(profiled), opts.duration),
-          heading: (res) => `\nCPU profile of our service under ${names[e]} (${fmtRate(wrkRate(res))} req/s while profiled; load phase only):`,
-        });
+        const sides = [
+          { name: 'our service', start: (nodeFlags: string[]) => startOurs('our service (profiled)', nodeFlags) },
+          { name: 'bare Express 5 + pg', start: (nodeFlags: string[]) => startBareServer('bare Express 5 + pg (profiled)', path.join(__dirname, '../bare/express.ts'), serverCpu, bareEnv, nodeFlags) },
+        ];
+        for (const side of sides) {
+          await profileService({
+            profileDir,
+            start: side.start,
+            warmUp: (profiled) => runWrk(atProfiled(profiled), 1),
+            load: (profiled) => runWrk(atProfiled(profiled), opts.duration),
+            heading: (res) => `\nCPU profile of ${side.name} under ${names[e]} (${fmtRate(wrkRate(res))} req/s while profiled; load phase only):`,
+          });
+        }
       }
     }
     console.log(`\ntotal run time ${((performance.now() - started) / 1000).toFixed(0)} s`);
