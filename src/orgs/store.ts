@@ -58,6 +58,18 @@ const toOrg = (r: OrgRecord): OrgRow => ({
   deletedAt: r.deleted_at,
 });
 
+/** The list's row in one object (a page maps 50 of them: no second copy to add the role). */
+const toOrgWithRole = (r: OrgRoleRecord): OrgRow & { role: Role } => ({
+  id: r.id,
+  name: r.name,
+  slug: r.slug,
+  memberCount: r.member_count,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  deletedAt: r.deleted_at,
+  role: r.role,
+});
+
 const toMember = (r: MemberRecord): MemberRow => ({ userId: r.user_id, email: r.email, name: r.name, role: r.role, joinedAt: r.created_at });
 
 const ENTER_ORG = prepared('orgs.enter', 'select * from app_enter_org($1, $2, $3)');
@@ -95,7 +107,7 @@ export async function listForUser(
   page: { limit: number; beforeId?: string; deletedSince: Date | null },
 ): Promise<(OrgRow & { role: Role })[]> {
   const rows = await runPrepared<OrgRoleRecord>(db, MEMBER_ORGANISATIONS, [userId, page.beforeId ?? null, page.deletedSince, page.limit]);
-  return rows.map((r) => ({ ...toOrg(r), role: r.role }));
+  return rows.map(toOrgWithRole);
 }
 
 /** False when the slug is taken (by any organisation, soft-deleted ones included). */
