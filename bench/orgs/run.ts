@@ -184,7 +184,15 @@ async function main(): Promise<void> {
     const deepCursor = encodeCursor({ id: deepAfter });
 
     const setRls = async (on: boolean) => {
-      await owner!.raw(TENANT_TABLES.map((table) => `alter table ${table} ${on ? 'enable' : 'disable'} row level security;`).join('\n'));
+      // A request still finishing can hold one of the tables while waiting for another: PostgreSQL
+      // then picks one side of the deadlock to fail, perhaps this one. Try again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return void (await owner!.raw(TENANT_TABLES.map((table) => `alter table ${table} ${on ? 'enable' : 'disable'} row level security;`).join('\n')));
+        } catch (err) {
+          if ((err as { code?: string }).code !== '40P01' || attempt === 5) throw err;
+        }
+      }
     };
 
     // Servers: ours and the bare SQL baseline, both pinned to the same CPU.
