@@ -1,7 +1,7 @@
 // Core job-run semantics (DESIGN 5): every state transition, cancel (waiting, running, from another
 // instance, finalized), retry, timeout and stalled attempts — read through GET /ops/jobs/runs/{id},
 // which is what operators see, and checked against BullMQ and the number of handler invocations.
-import type { Express } from 'express';
+import type { RequestListener } from 'node:http';
 import { startTestApp, startPeer, contractClient, type TestApp } from '../support/test-app';
 import { signedInUser } from '../support/users';
 import { createApp } from '../../src/app';
@@ -397,7 +397,7 @@ describe('cancel', () => {
 
   describe('from another instance', () => {
     let other: AppContext;
-    let otherServer: Express;
+    let otherServer: RequestListener;
     let closeOther: () => Promise<void>;
     beforeAll(async () => {
       ({ ctx: other, close: closeOther } = await startPeer(t, { jobKinds: kinds })); // an API instance: no workers of its own
