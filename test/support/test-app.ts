@@ -2,7 +2,7 @@
 // the real Redis under its own key prefix, and an HTTP client that checks every response
 // against openapi.yaml.
 import supertest from 'supertest';
-import type { Express } from 'express';
+import type { RequestListener } from 'node:http';
 import { cloneTemplateDatabase, databaseUrl, dropDatabase, migrateAndGrant } from './databases';
 import { assertMatchesContract } from './contract-validator';
 import { apiClient, type ApiClient } from './api-client';
@@ -22,7 +22,7 @@ import type { AppContext } from '../../src/app-context';
 
 export interface TestApp {
   ctx: AppContext;
-  server: Express;
+  server: RequestListener;
   http: ContractClient;
   /** The same app through a client typed from the contract (api-client.ts), checked alike. */
   api: ApiClient;
@@ -34,7 +34,7 @@ export interface TestApp {
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete' | 'head' | 'options';
 export type ContractClient = Record<Method, (url: string) => supertest.Test>;
 
-export function contractClient(server: Express): ContractClient {
+export function contractClient(server: RequestListener): ContractClient {
   const agent = supertest(server);
   const make = (method: Method) => (url: string) =>
     agent[method](url).expect((res) => {
