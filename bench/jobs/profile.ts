@@ -9,6 +9,9 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { formatProfile, summariseProfile } from '../http/cpu-profile';
 import pg from 'pg';
+import type { Knex } from 'knex';
+import type Redis from 'ioredis';
+import { cpuMs } from '../processes';
 
 interface Stat {
   count: number;
@@ -104,6 +107,8 @@ export class ProcessProfile {
 export class CpuProfile {
   private readonly session = new inspector.Session();
 
+  constructor(private readonly name = 'ours') {}
+
   async start(): Promise<void> {
     this.session.connect();
     await this.post('Profiler.enable');
@@ -115,8 +120,11 @@ export class CpuProfile {
     this.session.disconnect();
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-jobs-prof-')), 'ours.cpuprofile');
     fs.writeFileSync(file, JSON.stringify(profile));
+    // BENCH_JOBS_PROFILES=<folder> keeps each profile there (for DevTools); BENCH_JOBS_TOP=<n> lists more functions.
+    const keep = process.env.BENCH_JOBS_PROFILES;
+    if (keep) fs.copyFileSync(file, path.join(keep, `${this.name}-${Date.now()}.cpuprofile`));
     try {
-      return formatProfile(summariseProfile(file), jobs).map((l) => l.replace('requests', 'jobs').replace('CPU/request', 'CPU/job'));
+      return formatProfile(summariseProfile(file), jobs, Number(process.env.BENCH_JOBS_TOP) || 20).map((l) => l.replace('requests', 'jobs').replace('CPU/request', 'CPU/job'));
     } finally {
       fs.rmSync(path.dirname(file), { recursive: true, force: true });
     }
@@ -124,5 +132,45 @@ export class CpuProfile {
 
   private post(method: string): Promise<unknown> {
     return new Promise((resolve, reject) => this.session.post(method, (err, result) => (err ? reject(err) : resolve(result))));
+  }
+}
+
+/**
+ * CPU time of the servers over a section: the PostgreSQL backends of the bench database (its
+ * connections and autovacuum workers; one that ended meanwhile is missed) and the Redis server
+ * (INFO cpu: the whole server, so another client's load counts too). They share the cores with
+ * this process, so their CPU per job bounds the rate as much as ours.
+ */
+export class ServerCpu {
+  constructor(
+    private readonly probe: Knex,
+    private readonly redis: Redis,
+  ) {}
+
+  /** Starts measuring; the function answers the servers' CPU since, as a line per `jobs`. */
+  async start(): Promise<(jobs: number) => Promise<string>> {
+    const pg0 = await this.postgres();
+    const redis0 = await this.redisMs();
+    return async (jobs) => {
+      let pgMs = 0;
+      for (const [pid, ms] of await this.postgres()) {
+        const d = ms - (pg0.get(pid) ?? 0);
+        if (Number.isFinite(d)) pgMs += d;
+      }
+      const redisMs = (await this.redisMs()) - redis0;
+      const perJob = (ms: number) => ((ms * 1000) / jobs).toFixed(0);
+      return `postgres CPU ${perJob(pgMs)} µs/job, redis CPU ${perJob(redisMs)} µs/job`;
+    };
+  }
+
+  private async postgres(): Promise<Map<number, number>> {
+    const rows = (await this.probe.raw('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')).rows as { pid: number }[];
+    return new Map(rows.map((r) => [r.pid, cpuMs(r.pid)]));
+  }
+
+  private async redisMs(): Promise<number> {
+    const info = await this.redis.info('cpu');
+    const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 'NaN');
+    return (field('used_cpu_sys') + field('used_cpu_user')) * 1000;
   }
 }

@@ -22,7 +22,8 @@ import { buildAppContext } from '../../src/app-context-factory';
 import type { AppContext } from '../../src/app-context';
 import { measureBare, type Measurement } from './bare';
 import { measureOurs, noopKind } from './ours';
-import { CpuProfile, ProcessProfile, QueryProfile } from './profile';
+import Redis from 'ioredis';
+import { CpuProfile, ProcessProfile, QueryProfile, ServerCpu } from './profile';
 
 const AIM = 0.7; // issue 26: jobs end to end at 0.7 of bare BullMQ, the outbox and the PostgreSQL mirror kept
 
@@ -89,6 +90,7 @@ async function main(): Promise<void> {
 
   let ctx: AppContext | null = null;
   let probe: Knex | null = null;
+  let serverRedis: Redis | null = null;
   let dbCreated = false;
   let cleaned: Promise<void> | null = null;
   const cleanup = () =>
@@ -100,6 +102,7 @@ async function main(): Promise<void> {
         await ctx.db.destroy();
       }
       await probe?.destroy();
+      serverRedis?.disconnect();
       if (dbCreated) await asAdmin(`drop database if exists "${database}" with (force)`);
       const keys = await deleteKeys(redisUrl, prefix);
       console.log(`cleaned up: dropped ${database}, deleted ${keys} Redis keys under ${prefix}`);
@@ -144,29 +147,34 @@ async function main(): Promise<void> {
     const bares: Measurement[] = [];
     const queries = opts.profile ? new QueryProfile() : null;
     const proc = opts.profile ? new ProcessProfile() : null;
+    const servers = opts.profile ? new ServerCpu(probe, (serverRedis = new Redis(redisUrl))) : null;
     for (let round = 1; round <= opts.rounds; round++) {
       // The CPU profile of our side in the last round only (the profiler's own cost stays out of the others).
       const cpu = opts.profile && round === opts.rounds ? new CpuProfile() : null;
       queries?.start();
+      const oursServers = await servers?.start();
       proc?.start();
       await cpu?.start();
       const o = await measureOurs(ctx, probe, opts);
       const cpuLines = await cpu?.stop(opts.n);
       const oursProc = proc?.stop(opts.n, o.ms);
+      const oursServerLine = await oursServers?.(opts.n);
       queries?.stop();
+      const bareServers = await servers?.start();
       proc?.start();
-      const bareCpu = cpu ? new CpuProfile() : null;
+      const bareCpu = cpu ? new CpuProfile('bare') : null;
       await bareCpu?.start();
       const b = await bare(String(round), opts.n);
       const bareCpuLines = await bareCpu?.stop(opts.n);
       const bareProc = proc?.stop(opts.n, b.ms);
+      const bareServerLine = await bareServers?.(opts.n);
       ours.push(o);
       bares.push(b);
       console.log(
         `round ${round}: ours ${rate(o).toFixed(0)} jobs/s (enqueued in ${(o.enqueueMs / 1000).toFixed(2)} s), ` +
           `bare ${rate(b).toFixed(0)} jobs/s (added in ${(b.enqueueMs / 1000).toFixed(2)} s), ratio ${(rate(o) / rate(b)).toFixed(2)}`,
       );
-      if (proc) console.log(`  ours: ${oursProc}\n  bare: ${bareProc}`);
+      if (proc) console.log(`  ours: ${oursProc}; ${oursServerLine}\n  bare: ${bareProc}; ${bareServerLine}`);
       if (queries && round === opts.rounds) {
         console.log(`\nPostgres statements of our side, round ${round} (latency = sent → answered, as the caller waits):`);
         for (const line of queries.report(opts.n)) console.log(`  ${line}`);
