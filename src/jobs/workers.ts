@@ -11,10 +11,9 @@ import type { Schedules } from './schedules';
 import * as store from './run-lifecycle-store';
 import { backoffDelay, type JobTiming } from './timing';
 import { WriteBatcher } from './write-batcher';
-import { bullJobId } from './bull';
 import { isConnectionFailure } from '../platform/dependencies';
 import { redisConnectionOptions } from '../platform/redis';
-import { inSpan } from '../platform/tracing';
+import { inSpan, tracingEnabled } from '../platform/tracing';
 import type { RunOutcome } from '../platform/metrics';
 
 /** What the job system was built with (its timing resolved), and the two parts workers call. */
@@ -25,10 +24,52 @@ export type WorkersDeps<App> = Omit<JobSystemOptions<App>, 'timing'> & {
   cancelRequested: (runId: number) => Promise<boolean>;
 };
 
+/**
+ * A run this process holds, from its delivery to the end of its attempt: what an operator's cancel
+ * (cancelLocal) and the attempt's timeout abort. The handler's AbortSignal is made only when the
+ * handler reads it (most never do; an AbortController per attempt cost a few µs), already aborted
+ * if the attempt was; an abort also ends the wait for a handler that ignores its signal.
+ */
+class Held {
+  /** An operator's cancel reached it (as opposed to its timeout). */
+  cancelled = false;
+  aborted = false;
+  reason: unknown = undefined;
+  private controller: AbortController | null = null;
+  private onAbort: ((reason: unknown) => void) | null = null;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+    this.onAbort?.(reason);
+  }
+
+  /** Settles with `work`, or rejects with the abort's reason as soon as it is aborted (at once if it was). */
+  race(work: () => Promise<void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (this.aborted) return reject(this.reason);
+      this.onAbort = reject;
+      work().then(resolve, reject);
+    });
+  }
+}
+
 export class Workers<App> {
   private readonly workers: Worker[] = [];
-  /** Runs of this process that an operator's cancel reached. */
-  private readonly cancelling = new Set<number>();
+  /** Runs this process's workers hold (see Held), by run id. */
+  private readonly holding = new Map<number, Held>();
+  /** The metrics' children per kind and outcome (prom-client's labels() validates and binds on every call). */
+  private readonly outcomeMetrics = new Map<string, { runs: { inc(): void }; duration: { observe(seconds: number): void } }>();
   /** Attempts starting and completing, written a batch per statement (see WriteBatcher). */
   private readonly attemptWrites: WriteBatcher<'start' | 'complete', store.StartedRun | true>;
 
@@ -47,7 +88,9 @@ export class Workers<App> {
   start(): void {
     const { logger } = this.deps;
     for (const name of QUEUES) {
-      const worker = new Worker(name, (job, _token, signal) => this.process(job, signal), {
+      // No signal parameter: BullMQ then makes no AbortController per job; cancel and timeout abort
+      // through `holding` (see Held).
+      const worker = new Worker(name, (job) => this.process(job), {
         connection: { ...redisConnectionOptions(this.deps.redis), maxRetriesPerRequest: null },
         prefix: this.deps.prefix,
         concurrency: this.deps.concurrency[name],
@@ -70,22 +113,42 @@ export class Workers<App> {
 
   /** An operator's cancel reached this instance: abort the run if one of its workers holds it. */
   cancelLocal(runId: number): void {
-    for (const worker of this.workers) {
-      if (worker.cancelJob(bullJobId(runId), 'cancelled by an operator')) this.cancelling.add(runId);
-    }
+    const held = this.holding.get(runId);
+    if (!held) return;
+    held.cancelled = true;
+    held.abort('cancelled by an operator');
   }
 
   /** Counted once the attempt's end is written (src/platform/metrics.ts). */
   private finished(kind: string, state: RunOutcome, started: number): void {
-    this.deps.metrics.jobRuns.labels(kind, state).inc();
-    this.deps.metrics.jobDuration.labels(kind).observe((Date.now() - started) / 1000);
+    const key = `${state}\u0000${kind}`;
+    let m = this.outcomeMetrics.get(key);
+    if (!m) {
+      m = { runs: this.deps.metrics.jobRuns.labels(kind, state), duration: this.deps.metrics.jobDuration.labels(kind) };
+      this.outcomeMetrics.set(key, m);
+    }
+    m.runs.inc();
+    m.duration.observe((Date.now() - started) / 1000);
   }
 
-  private async process(job: Job, signal?: AbortSignal): Promise<void> {
+  private async process(job: Job): Promise<void> {
     const tick = this.deps.schedules.tickOf(job.name);
     if (tick !== null) return this.deps.schedules.fire(tick);
-    const { db, logger, now } = this.deps;
     const runId = Number(job.data.runId);
+    // Held from now on: a cancel that arrives while the start is being written aborts the attempt
+    // as it starts. (A second delivery of the run to this process, a stall's, holds it anew.)
+    const held = new Held();
+    this.holding.set(runId, held);
+    try {
+      await this.deliver(job, runId, held);
+    } finally {
+      if (this.holding.get(runId) === held) this.holding.delete(runId);
+    }
+  }
+
+  /** A delivered run: started if its row still waits (exactly once), then its attempt. */
+  private async deliver(job: Job, runId: number, held: Held): Promise<void> {
+    const { db, logger, now } = this.deps;
     // A retry or a re-delivery after a stall: an operator may have cancelled the run while no worker
     // held it (between attempts, or on a worker that died). No further attempt then.
     if (((job.attemptsMade ?? 0) > 0 || (job.stalledCounter ?? 0) > 0) && (await this.deps.cancelRequested(runId).catch(() => false))) {
@@ -98,43 +161,42 @@ export class Workers<App> {
     if (!run) return; // cancelled, finalized, attempts spent or unknown: nothing to do
     // A span per attempt whose parent is the enqueuing request's: one trace shows the request, the
     // run and what the handler did (mail, queries). With tracing off, just the attempt.
+    if (!tracingEnabled) return this.attempt(job, run, held);
     const attributes = { 'job.run_id': run.id, 'job.kind': run.kind, 'job.attempt': run.attempt };
-    return inSpan(`job ${run.kind}`, { kind: 'consumer', parent: run.traceparent, attributes }, () => this.attempt(job, run, signal));
+    return inSpan(`job ${run.kind}`, { kind: 'consumer', parent: run.traceparent, attributes }, () => this.attempt(job, run, held));
   }
 
   /** One attempt of a started run: the handler under a timeout and cancel signal, then the run's end written. */
-  private async attempt(job: Job, run: store.StartedRun, signal?: AbortSignal): Promise<void> {
+  private async attempt(job: Job, run: store.StartedRun, held: Held): Promise<void> {
     const { db, logger, now } = this.deps;
     const kind = this.deps.registry.get(run.kind);
-    // One signal for the handler: the timeout, or BullMQ's cancel (AbortSignal.any costs more per job).
-    const abort = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      abort.abort(new Error(`timed out after ${formatDuration(run.timeoutMs)}`));
+      held.abort(new Error(`timed out after ${formatDuration(run.timeoutMs)}`));
     }, run.timeoutMs);
-    const onCancel = () => abort.abort(signal!.reason);
-    if (signal?.aborted) onCancel();
-    else signal?.addEventListener('abort', onCancel, { once: true });
-    const combined = abort.signal;
     const started = Date.now();
     try {
       if (!kind) throw new UnrecoverableError(`unknown job kind ${run.kind}`);
-      await Promise.race([
-        kind.handle(run.payload, { app: this.deps.app(), run: { id: run.id, kind: run.kind, attempt: run.attempt }, signal: combined, logger }),
-        new Promise((_, reject) => {
-          // The signal may have fired already (a cancel that arrived as the attempt started).
-          if (combined.aborted) reject(combined.reason);
-          else combined.addEventListener('abort', () => reject(combined.reason), { once: true });
+      const info = { id: run.id, kind: run.kind, attempt: run.attempt };
+      const app = this.deps.app();
+      // The signal is read through a getter: made only if the handler asks for it (see Held).
+      await held.race(() =>
+        kind.handle(run.payload, {
+          app,
+          run: info,
+          get signal() {
+            return held.signal;
+          },
+          logger,
         }),
-      ]);
+      );
       await this.attemptWrites.write(run.id, 'complete');
       this.finished(run.kind, 'completed', started);
       logger.info('job completed', { run_id: run.id, kind: run.kind, attempt: run.attempt, duration_ms: Date.now() - started });
     } catch (err) {
       const cancelled =
-        this.cancelling.has(run.id) ||
-        (signal?.aborted && !timedOut) ||
+        held.cancelled ||
         // The cancel was requested while this attempt was ending (the signal found no active job).
         (await this.deps.cancelRequested(run.id).catch(() => false));
       if (cancelled) {
@@ -143,7 +205,7 @@ export class Workers<App> {
         logger.info('job cancelled while running', { run_id: run.id, kind: run.kind });
         throw new UnrecoverableError('cancelled');
       }
-      const message = timedOut ? errorMessage(combined.reason) : errorMessage(err);
+      const message = timedOut ? errorMessage(held.reason) : errorMessage(err);
       const final = run.attempt >= run.maxAttempts || err instanceof UnrecoverableError;
       const at = now();
       // BullMQ retries after the same delay (its exponential backoff over `timing.backoffMs`).
@@ -154,8 +216,6 @@ export class Workers<App> {
       throw final ? new UnrecoverableError(message) : new Error(message);
     } finally {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onCancel);
-      this.cancelling.delete(run.id);
     }
   }
 }
