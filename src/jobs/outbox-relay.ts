@@ -3,6 +3,7 @@
 // sweeper hands over rows that never were (Redis down, process killed in between); BullMQ ignores
 // an add whose job id it already holds, and a worker only starts a run whose row is still waiting,
 // so every run executes exactly once.
+import type { JobsOptions } from 'bullmq';
 import type { Db } from '../platform/database';
 import type { Logger } from '../logger';
 import type { Actor, RequestMeta } from '../audit/service';
@@ -99,16 +100,22 @@ export class OutboxRelay {
     return done;
   }
 
-  private jobOptions(run: store.JobRun) {
-    return {
-      jobId: bullJobId(run.id),
-      priority: run.priority || undefined,
-      delay: Math.max(0, run.scheduledAt.getTime() - this.deps.now().getTime()),
-      attempts: Math.max(1, run.maxAttempts - run.attempt),
-      backoff: { type: 'exponential', delay: this.deps.timing.backoffMs },
-      removeOnComplete: true,
-      removeOnFail: true,
-    };
+  /**
+   * Only the options a run needs: BullMQ encodes (msgpack) and stores every key it is given, so a
+   * run of one attempt, due now, at no priority is added with the options of a plain job (its
+   * defaults: one attempt, no delay, no priority).
+   */
+  private jobOptions(run: store.JobRun): JobsOptions {
+    const opts: JobsOptions = { jobId: bullJobId(run.id), removeOnComplete: true, removeOnFail: true };
+    if (run.priority) opts.priority = run.priority;
+    const delay = run.scheduledAt.getTime() - this.deps.now().getTime();
+    if (delay > 0) opts.delay = delay;
+    const attempts = run.maxAttempts - run.attempt;
+    if (attempts > 1) {
+      opts.attempts = attempts;
+      opts.backoff = { type: 'exponential', delay: this.deps.timing.backoffMs };
+    }
+    return opts;
   }
 
   // ----- the sweeper -----------------------------------------------------------------------------
