@@ -111,39 +111,44 @@ export interface NewRun {
 // (`with ordinality`), and answered as (position, id) pairs: nothing assumes the order in which
 // the insert or its `returning` produces rows. The insert runs to completion even though the
 // final select reads only `v` (a data-modifying CTE always does); if it fails, so does the whole.
+// The rows travel as one JSON array (V8's JSON.stringify, each payload inside it as it is): pg's
+// encoding of thirteen array parameters cost ~2 µs more of CPU per run.
 const INSERT_RUNS = prepared(
   'job_runs.insert',
   `with v as materialized (
      select nextval('job_runs_id_seq') as id, u.*
-     from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[], $13::text[])
+     from rows from (json_to_recordset($1::json) as (k text, q text, p int, s text, m int, t int, d jsonb, c timestamptz, a timestamptz, ak text, ai text, r text, tp text))
        with ordinality as u(kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id, traceparent, position)
    ), inserted as (
      insert into job_runs (id, kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id, traceparent)
-     select id, kind, queue, priority, state, max_attempts, timeout_ms, payload::jsonb, created_at, scheduled_at, actor_kind, actor_id, request_id, traceparent from v
+     select id, kind, queue, priority, state, max_attempts, timeout_ms, payload, created_at, scheduled_at, actor_kind, actor_id, request_id, traceparent from v
    )
    select position, id from v`,
 );
 
 const initialState = (run: NewRun): JobState => (run.scheduledAt > run.now ? 'scheduled' : 'available');
 
-/** Inserts runs in one statement (a column of values per parameter); answers them in the order given. */
+/** Inserts runs in one statement (the rows as one JSON parameter); answers them in the order given. */
 export async function insertRuns(db: Db, runs: NewRun[]): Promise<JobRun[]> {
   if (!runs.length) return [];
-  const column = (value: (run: NewRun) => unknown) => runs.map(value);
   const rows = await runPrepared<{ position: string; id: string }>(db, INSERT_RUNS, [
-    column((r) => r.kind),
-    column((r) => r.queue),
-    column((r) => r.priority),
-    column(initialState),
-    column((r) => r.maxAttempts),
-    column((r) => r.timeoutMs),
-    column((r) => JSON.stringify(r.payload)),
-    column((r) => r.now),
-    column((r) => r.scheduledAt),
-    column((r) => r.actorKind),
-    column((r) => r.actorId),
-    column((r) => r.requestId),
-    column((r) => r.traceparent ?? null),
+    JSON.stringify(
+      runs.map((r) => ({
+        k: r.kind,
+        q: r.queue,
+        p: r.priority,
+        s: initialState(r),
+        m: r.maxAttempts,
+        t: r.timeoutMs,
+        d: r.payload,
+        c: r.now,
+        a: r.scheduledAt,
+        ak: r.actorKind,
+        ai: r.actorId,
+        r: r.requestId,
+        tp: r.traceparent ?? null,
+      })),
+    ),
   ]);
   // Each id goes to the input row at its position (1-based); the rest of each row is what was sent.
   const ids = new Array<number>(runs.length);
