@@ -10,6 +10,8 @@ export interface Measurement {
   ms: number;
   /** From the first enqueue to the last one handed to BullMQ (processing overlaps it). */
   enqueueMs: number;
+  /** Ours: the mean time per batch of the enqueue's write (the insert and its commit) and of its hand-over to BullMQ. */
+  split?: { writeMs: number; handOverMs: number };
 }
 
 export async function measureBare(opts: { redisUrl: string; prefix: string; queue: string; n: number; batch: number; producers: number; concurrency: number }): Promise<Measurement> {

@@ -175,6 +175,7 @@ async function main(): Promise<void> {
           `bare ${rate(b).toFixed(0)} jobs/s (added in ${(b.enqueueMs / 1000).toFixed(2)} s), ratio ${(rate(o) / rate(b)).toFixed(2)}`,
       );
       if (proc) console.log(`  ours: ${oursProc}; ${oursServerLine}\n  bare: ${bareProc}; ${bareServerLine}`);
+      if (o.split) console.log(`  ours per batch of ${opts.batch}: write ${o.split.writeMs.toFixed(2)} ms, hand-over ${o.split.handOverMs.toFixed(2)} ms (bare: addBulk ${((b.enqueueMs / b.n) * opts.batch).toFixed(2)} ms)`);
       if (queries && round === opts.rounds) {
         console.log(`\nPostgres statements of our side, round ${round} (latency = sent → answered, as the caller waits):`);
         for (const line of queries.report(opts.n)) console.log(`  ${line}`);
