@@ -42,6 +42,22 @@ describe('WriteBatcher', () => {
     expect(await Promise.all(writes)).toEqual(['x!', 'a!', 'b!', 'c!', 'd!']);
   });
 
+  it('with two batches in flight, a second write for a key waits until the batch holding the first is answered', async () => {
+    const { batches, flush, release } = recordingFlush();
+    const batcher = new WriteBatcher(flush, 500, 2);
+    const first = batcher.write(1, 'start');
+    const second = batcher.write(2, 'start'); // a second batch goes at once
+    const again = batcher.write(1, 'complete'); // key 1 is in flight: waits
+    const third = batcher.write(3, 'start'); // two batches in flight: waits
+    expect(batches.map((b) => b.map((i) => `${i.key}:${i.input}`))).toEqual([['1:start'], ['2:start']]);
+    await release(); // the first batch answers: key 1 may go again, with 3
+    expect(await first).toBe('start!');
+    expect(batches.map((b) => b.map((i) => `${i.key}:${i.input}`))).toEqual([['1:start'], ['2:start'], ['1:complete', '3:start']]);
+    await release();
+    await release();
+    expect(await Promise.all([second, again, third])).toEqual(['start!', 'complete!', 'start!']);
+  });
+
   it('answers null for a key the flush did not answer, and rejects a whole batch whose flush failed', async () => {
     let fail = false;
     const batcher = new WriteBatcher<string, string>(async (items) => {
