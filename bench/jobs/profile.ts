@@ -95,7 +95,7 @@ export class ProcessProfile {
     const cpu = process.cpuUsage(this.cpu);
     const cpuMs = (cpu.user + cpu.system) / 1000;
     const ms = (ns: number) => Math.max(0, ns / 1e6 - ProcessProfile.RESOLUTION_MS).toFixed(1);
-    return `node CPU ${(cpuMs / runs).toFixed(3)} ms/job (${((cpuMs / wallMs) * 100).toFixed(0)}% of one core), event-loop delay p50 ${ms(this.delay.percentile(50))} ms, p99 ${ms(this.delay.percentile(99))} ms`;
+    return `node CPU ${(cpuMs / runs).toFixed(3)} ms/job (system ${(cpu.system / 1000 / runs).toFixed(3)}; ${((cpuMs / wallMs) * 100).toFixed(0)}% of one core), event-loop delay p50 ${ms(this.delay.percentile(50))} ms, p99 ${ms(this.delay.percentile(99))} ms`;
   }
 }
 
@@ -151,6 +151,7 @@ export class ServerCpu {
   async start(): Promise<(jobs: number) => Promise<string>> {
     const pg0 = await this.postgres();
     const redis0 = await this.redisMs();
+    const calls0 = await this.redisCalls();
     return async (jobs) => {
       let pgMs = 0;
       for (const [pid, ms] of await this.postgres()) {
@@ -158,14 +159,26 @@ export class ServerCpu {
         if (Number.isFinite(d)) pgMs += d;
       }
       const redisMs = (await this.redisMs()) - redis0;
+      const calls = await this.redisCalls();
       const perJob = (ms: number) => ((ms * 1000) / jobs).toFixed(0);
-      return `postgres CPU ${perJob(pgMs)} µs/job, redis CPU ${perJob(redisMs)} µs/job`;
+      const top = [...calls]
+        .map(([cmd, n]) => [cmd, (n - (calls0.get(cmd) ?? 0)) / jobs] as const)
+        .filter(([, n]) => n >= 0.05)
+        .sort((a, b) => b[1] - a[1])
+        .map(([cmd, n]) => `${cmd} ${n.toFixed(2)}`);
+      return `postgres CPU ${perJob(pgMs)} µs/job, redis CPU ${perJob(redisMs)} µs/job; redis commands per job: ${top.join(', ')}`;
     };
   }
 
   private async postgres(): Promise<Map<number, number>> {
     const rows = (await this.probe.raw('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')).rows as { pid: number }[];
     return new Map(rows.map((r) => [r.pid, cpuMs(r.pid)]));
+  }
+
+  /** Commands the Redis server ran, by name (INFO commandstats: every client's). */
+  private async redisCalls(): Promise<Map<string, number>> {
+    const info = await this.redis.info('commandstats');
+    return new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
   }
 
   private async redisMs(): Promise<number> {
