@@ -45,20 +45,31 @@ export class OutboxRelay {
     const now = this.deps.now();
     // The enqueuing request's (or run's) span, which the runs' attempts continue; null with tracing off.
     const traceparent = currentTraceparent();
+    // What a kind's runs share, looked up once per kind in the batch (a bulk producer's runs are of one kind).
+    const kinds = new Map<string, { queue: string; priority: number; maxAttempts: number; timeoutMs: number }>();
+    const kindOf = (kind: string) => {
+      let k = kinds.get(kind);
+      if (!k) {
+        if (!this.deps.registry.get(kind)) throw new Error(`unknown job kind ${kind}`);
+        const config = this.deps.configOf(kind);
+        k = { queue: config.queue, priority: config.priority, maxAttempts: config.max_attempts, timeoutMs: parseDuration(config.timeout)! };
+        kinds.set(kind, k);
+      }
+      return k;
+    };
     return store.insertRuns(
       db,
       jobs.map(({ kind, payload, delayMs }) => {
-        if (!this.deps.registry.get(kind)) throw new Error(`unknown job kind ${kind}`);
-        const config = this.deps.configOf(kind);
+        const k = kindOf(kind);
         return {
           kind,
-          queue: config.queue,
-          priority: config.priority,
-          maxAttempts: config.max_attempts,
-          timeoutMs: parseDuration(config.timeout)!,
+          queue: k.queue,
+          priority: k.priority,
+          maxAttempts: k.maxAttempts,
+          timeoutMs: k.timeoutMs,
           payload,
           now,
-          scheduledAt: new Date(now.getTime() + (delayMs ?? 0)),
+          scheduledAt: delayMs ? new Date(now.getTime() + delayMs) : now,
           actorKind: by.actor.kind,
           actorId: by.actor.id,
           requestId: by.meta?.requestId ?? null,
