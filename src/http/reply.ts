@@ -22,10 +22,12 @@ export function writeReply(res: Response, reply: Reply) {
   else {
     // What res.json does, without its content negotiation and freshness checks (no ETags here).
     if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', JSON_CONTENT_TYPE);
-    const json = JSON.stringify(reply.body);
+    // Encoded once, here, as res.send does: handed a string, the socket's writev encodes it into a
+    // copy of its own (bench:ops --profile, a 50-event audit page: writev 118 → 74 µs per request).
+    const body = Buffer.from(JSON.stringify(reply.body));
     // Node computes Content-Length itself only when it sends the body: a HEAD would go without.
-    res.setHeader('Content-Length', Buffer.byteLength(json));
-    res.end(json);
+    res.setHeader('Content-Length', body.length);
+    res.end(body);
   }
 }
 
