@@ -14,7 +14,10 @@
 //
 //   npm run bench:ops -- [--audit-events 10000000] [--job-runs 1000000] [--duration 4] [--warmup 1]
 //                        [--connections 8] [--rounds 3] [--login-rounds 5] [--login-connections 8]
-//                        [--login-users 64] [--no-build] [--no-pin]
+//                        [--login-users 64] [--no-build] [--no-pin] [--profile]
+//
+// --profile: afterwards, a CPU profile of our service and of the bare Express server under the
+// first page of GET /ops/audit.
 //
 // Rounds: each round measures every GET target once, in a rotating order; each target's row is its
 // median-rate round. Aim: p99 under 50 ms at 8 connections for every operator endpoint.
@@ -42,8 +45,8 @@ import type { Knex } from 'knex';
 import { openScratch } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuMs, cpuPinning, pinByDefault, runForJsonLine, type Server } from '../processes';
-import { buildService, startBareServer, startService } from '../service';
-import { checkWrk, runWrk, wrkSummary, type WrkResult, type WrkTarget } from '../wrk';
+import { buildService, profileService, startBareServer, startService } from '../service';
+import { checkWrk, runWrk, wrkRate, wrkSummary, type WrkResult, type WrkTarget } from '../wrk';
 import { fmtRate, median, medianRow, rotate } from '../rounds';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -72,10 +75,11 @@ interface Options {
   loginUsers: number;
   build: boolean;
   pin: boolean;
+  profile: boolean;
 }
 
 const USAGE =
-  'usage: npm run bench:ops -- [--audit-events 10000000] [--job-runs 1000000] [--duration 4] [--warmup 1] [--connections 8] [--rounds 3] [--login-rounds 5] [--login-connections 8] [--login-users 64] [--no-build] [--no-pin]';
+  'usage: npm run bench:ops -- [--audit-events 10000000] [--job-runs 1000000] [--duration 4] [--warmup 1] [--connections 8] [--rounds 3] [--login-rounds 5] [--login-connections 8] [--login-users 64] [--no-build] [--no-pin] [--profile]';
 
 function parseArgs(argv: string[]): Options {
   const defaults: Options = {
@@ -90,6 +94,7 @@ function parseArgs(argv: string[]): Options {
     loginUsers: 64,
     build: true,
     pin: pinByDefault(),
+    profile: false,
   };
   return parseOptions(argv, defaults, {
     usage: USAGE,
@@ -105,7 +110,7 @@ function parseArgs(argv: string[]): Options {
       '--login-users': 'loginUsers',
     },
     mayBeZero: ['--warmup'],
-    switches: { '--no-build': (o) => (o.build = false), '--no-pin': (o) => (o.pin = false) },
+    switches: { '--no-build': (o) => (o.build = false), '--no-pin': (o) => (o.pin = false), '--profile': (o) => (o.profile = true) },
   });
 }
 
@@ -158,7 +163,7 @@ async function main(): Promise<void> {
   const scratch = openScratch('ops', async () => {
     if (owner) await owner.destroy().catch(() => undefined);
   });
-  const { id, database, prefix, redisUrl } = scratch;
+  const { id, database, prefix, redisUrl, profileDir } = scratch;
   const sessionSecret = randomBytes(32).toString('base64url');
 
   try {
@@ -190,10 +195,11 @@ async function main(): Promise<void> {
     for (const table of seeded.tables) console.log(`    ${table.name.padEnd(14)} ${table.rows.toLocaleString('en').padStart(12)} rows  ${mb(table.bytes).padStart(9)} (pg_total_relation_size)`);
 
     // Servers: ours pinned like the bare baseline; a second, unpinned instance for login.
-    const startOurs = (name: string, cpu: number | null) =>
+    const startOurs = (name: string, cpu: number | null, nodeFlags: string[] = []) =>
       startService(name, {
         mainJs,
         cpu,
+        nodeFlags,
         sessionSecret,
         databaseUrl: dbUrl,
         redisUrl,
@@ -389,6 +395,25 @@ async function main(): Promise<void> {
         `p50 ${on.p50ms.toFixed(2)} vs ${off.p50ms.toFixed(2)} ms, p99 ${on.p99ms.toFixed(2)} vs ${off.p99ms.toFixed(2)} ms (ON vs OFF)`,
     );
     if (loadAtStart > 0.5 * cpus) console.log(`  note: load average ${loadAtStart.toFixed(1)} on ${cpus} CPUs before the run — other processes were busy; rerun on a quiet machine for absolute numbers`);
+
+    if (opts.profile) {
+      // Where the CPU goes under the first page: a fresh instance of ours and of the bare Express
+      // server with --cpu-prof, pinned like the measured ones; only the load phase is summarised.
+      const sides = [
+        { name: 'our service', start: (nodeFlags: string[]) => startOurs('our service (profiled)', serverCpu, nodeFlags) },
+        { name: 'bare Express 5 + pg', start: (nodeFlags: string[]) => startBareServer('bare Express 5 + pg (profiled)', path.join(__dirname, '../bare/express.ts'), serverCpu, bareEnv, nodeFlags) },
+      ];
+      for (const side of sides) {
+        const at = (profiled: Server): Target => target('profiled', side.name, profiled, '/ops/audit', false);
+        await profileService({
+          profileDir,
+          start: side.start,
+          warmUp: (profiled) => runWrk(at(profiled), 1),
+          load: (profiled) => runWrk(at(profiled), opts.duration),
+          heading: (res) => `\nCPU profile of ${side.name} under GET /ops/audit (first page) (${wrkRate(res).toFixed(0)} req/s while profiled; load phase only):`,
+        });
+      }
+    }
     console.log(`\ntotal run time ${((performance.now() - started) / 1000).toFixed(0)} s`);
   } finally {
     await scratch.cleanup();

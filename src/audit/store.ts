@@ -1,7 +1,6 @@
 // Audit events: written inside the caller's transaction, so an event exists exactly when its change does.
-import type { Knex } from 'knex';
 import { newId } from '../ids';
-import { prepared, runPrepared } from '../platform/prepared';
+import { runStatement, prepared, runPrepared } from '../platform/prepared';
 import { deleteInBatches } from '../platform/batches';
 import { instantText } from './instants';
 import type { Range, WindowPlan } from './rollups';
@@ -112,14 +111,22 @@ export interface EventKey {
 const COLUMNS = 'id, at, action, actor_kind, actor_id, target_kind, target_id, org_id, ip, user_agent, request_id, data';
 const AT_US = '(extract(epoch from at) * 1000000)::bigint as at_us';
 
-/** SQL conditions joined with `and`, with their bindings in order. */
+/**
+ * SQL conditions joined with `and`, with their values numbered as they are bound ($1, $2…).
+ * Conditions of one statement share its `values`, so that their numbers do not collide.
+ */
 class Conditions {
   readonly parts: string[] = [];
-  readonly values: Knex.Value[] = [];
-  add(sql: string, ...values: Knex.Value[]): this {
-    this.parts.push(sql);
-    this.values.push(...values);
+  constructor(readonly values: unknown[] = []) {}
+  /** `sql` with a `?` for each of `values`. */
+  add(sql: string, ...values: unknown[]): this {
+    let i = 0;
+    this.parts.push(sql.replace(/\?/g, () => this.bind(values[i++])));
     return this;
+  }
+  /** The placeholder of one more value. */
+  bind(value: unknown): string {
+    return `$${this.values.push(value)}`;
   }
   get sql(): string {
     return this.parts.length ? this.parts.join(' and ') : 'true';
@@ -152,26 +159,29 @@ export async function listEvents(db: Db, filter: EventFilter, after: EventKey | 
   if (filter.untilUs !== undefined) c.add('at < ?::timestamptz', instantText(filter.untilUs));
   if (after) c.add('(at, id) < (?::timestamptz, ?)', instantText(after.atUs), after.id);
   const select = `select ${COLUMNS}, ${AT_US} from audit_events`;
-  const order = 'order by at desc, id desc limit ?';
   const action = filter.action;
   if (action && 'prefix' in action && filter.actorId === undefined && filter.orgId === undefined && filter.targetId === undefined) {
     const [from, to] = prefixRange(action.prefix);
-    const { rows } = await db.raw(
+    const [$from, $to, $limit] = [c.bind(from), c.bind(to), c.bind(limit)];
+    const order = `order by at desc, id desc limit ${$limit}`;
+    const rows = await runStatement<ListedRecord>(
+      db,
       `with recursive actions(action) as (
-         select min(action) from audit_events where action >= ? and action < ?
+         select min(action) from audit_events where action >= ${$from} and action < ${$to}
          union all
-         select (select min(e.action) from audit_events e where e.action > a.action and e.action < ?) from actions a where a.action is not null
+         select (select min(e.action) from audit_events e where e.action > a.action and e.action < ${$to}) from actions a where a.action is not null
        ), page as (
          select p.at, p.id from actions a cross join lateral (select at, id from audit_events where action = a.action and ${c.sql} ${order}) p
-         order by p.at desc, p.id desc limit ?
+         order by p.at desc, p.id desc limit ${$limit}
        )
        ${select} where id in (select id from page) ${order}`,
-      [from, to, to, ...c.values, limit, limit, limit],
+      c.values,
+      'audit.list_by_action_prefix',
     );
     return rows.map(toListed);
   }
   whereAction(c, action);
-  const { rows } = await db.raw(`${select} where ${c.sql} ${order}`, [...c.values, limit]);
+  const rows = await runStatement<ListedRecord>(db, `${select} where ${c.sql} order by at desc, id desc limit ${c.bind(limit)}`, c.values, 'audit.list');
   return rows.map(toListed);
 }
 
@@ -217,7 +227,9 @@ function toEvent<Us extends number | null>(row: EventRecord, atUs: Us): AuditEve
   };
 }
 
-const toListed = (row: EventRecord & { at_us: number }): ListedEvent => toEvent(row, Number(row.at_us));
+type ListedRecord = EventRecord & { at_us: string };
+
+const toListed = (row: ListedRecord): ListedEvent => toEvent(row, Number(row.at_us));
 
 // ----- counting (see rollups.ts) ---------------------------------------------------------------
 
@@ -252,23 +264,25 @@ export async function countWindow(db: Db, plan: WindowPlan, action: ActionFilter
   const read: [Span, Range[]][] = [];
   if (plan.days) read.push(['day', [plan.days]]);
   if (plan.hours.length) read.push(['hour', plan.hours]);
-  const spanIn = (span: Span, ranges: Range[]) => inRanges(new Conditions().add('span = ?', span), 'start', ranges);
+  const values: unknown[] = [];
+  const spanIn = (span: Span, ranges: Range[]) => inRanges(new Conditions(values).add('span = ?', span), 'start', ranges);
   const sources = read.map(([span, ranges]) => whereAction(spanIn(span, ranges), action));
   const sql = sources.map((c) => `select (start at time zone 'UTC')::date as day, action, count as n from audit_rollup_counts where ${c.sql}`);
   if (plan.live.length) {
-    const c = whereAction(inRanges(new Conditions(), 'at', plan.live), action);
-    sources.push(c);
+    const c = whereAction(inRanges(new Conditions(values), 'at', plan.live), action);
     sql.push(`select (at at time zone 'UTC')::date as day, action, count(*) as n from audit_events where ${c.sql} group by 1, 2`);
   }
   const filled = read.map(([span, ranges]) => spanIn(span, ranges));
-  const { rows } = await db.raw(
+  const rows = await runStatement<{ day: string | null; action: string | null; n: string }>(
+    db,
     `select to_char(day, 'YYYY-MM-DD') as day, action, sum(n)::bigint as n from (${sql.join(' union all ')}) c group by grouping sets ((day), (action))
      union all
      select null, null, (select count(*) from audit_rollup_buckets where ${filled.map((c) => `(${c.sql})`).join(' or ') || 'false'})`,
-    [...sources.flatMap((c) => c.values), ...filled.flatMap((c) => c.values)],
+    values,
+    'audit.count_window',
   );
   const counts: WindowCounts = { byDay: new Map(), byAction: new Map(), filled: 0 };
-  for (const row of rows as { day: string | null; action: string | null; n: number }[]) {
+  for (const row of rows) {
     const n = Number(row.n);
     if (row.day !== null) counts.byDay.set(row.day, n);
     else if (row.action !== null) counts.byAction.set(row.action, n);

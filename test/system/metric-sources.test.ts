@@ -3,6 +3,7 @@
 // nothing for those that succeed. The pool's sizes are read as they are.
 import { startTestApp, type TestApp } from '../support/test-app';
 import { poolSizes } from '../../src/platform/metric-sources';
+import { prepared, runPrepared, runStatement } from '../../src/platform/prepared';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -23,6 +24,14 @@ it('counts failed PostgreSQL statements, in transactions too, and not the ones t
   await expect(t.ctx.db.transaction((trx) => trx.raw('select * from no_such_table'))).rejects.toThrow(/no_such_table/);
   expect(await sample('db_query_errors_total', 'error')).toBe(before + 2);
   expect(await sample('db_query_errors_total', 'unavailable')).toBe(0);
+});
+
+it('counts the failures of the statements sent past knex (prepared, and built per call) too', async () => {
+  const before = await sample('db_query_errors_total', 'error');
+  await expect(runPrepared(t.ctx.db, prepared('test.divide', 'select 1 / $1::int as n'), [1])).resolves.toEqual([{ n: 1 }]);
+  await expect(runPrepared(t.ctx.db, prepared('test.divide', 'select 1 / $1::int as n'), [0])).rejects.toThrow(/division by zero/);
+  await expect(t.ctx.db.transaction((trx) => runStatement(trx, 'select * from no_such_table where id = $1', [1], 'test'))).rejects.toThrow(/no_such_table/);
+  expect(await sample('db_query_errors_total', 'error')).toBe(before + 2);
 });
 
 it('counts failed Redis commands of the requests\' connection, and not the ones that succeed', async () => {
