@@ -9,6 +9,8 @@
 // Needs wrk, PostgreSQL and Redis as bench:http does. Not pinned: the load generator shares the
 // machine, which changes the rate, not what a request allocates.
 import inspector from 'node:inspector';
+import v8 from 'node:v8';
+import { PerformanceObserver, constants as perfConstants, type PerformanceEntry } from 'node:perf_hooks';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { openScratch } from '../scratch';
@@ -37,6 +39,39 @@ interface SampleNode {
 }
 
 const USAGE = 'usage: npm run bench:allocations -- [--route /v1/auth/me] [--duration 4] [--connections 50]';
+
+/**
+ * The garbage collections while `load` runs (no sampler attached): how many of each kind, their
+ * time per request, and the heap they worked on. Minor ones (scavenges) cost with what survives
+ * them; major ones (mark-compact) with the whole live heap, so a big heap makes each one dearer.
+ */
+async function gcUnderLoad(load: () => Promise<{ requests: number }>): Promise<void> {
+  const kinds: Record<number, string> = {
+    [perfConstants.NODE_PERFORMANCE_GC_MINOR]: 'minor (scavenge)',
+    [perfConstants.NODE_PERFORMANCE_GC_MAJOR]: 'major (mark-compact)',
+    [perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking',
+    [perfConstants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+  };
+  const byKind = new Map<string, { count: number; ms: number; longest: number }>();
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = kinds[((entry as PerformanceEntry & { detail?: { kind: number } }).detail?.kind ?? -1)] ?? 'other';
+      const k = byKind.get(kind) ?? { count: 0, ms: 0, longest: 0 };
+      k.count++;
+      k.ms += entry.duration;
+      k.longest = Math.max(k.longest, entry.duration);
+      byKind.set(kind, k);
+    }
+  });
+  const heapBefore = v8.getHeapStatistics().used_heap_size;
+  observer.observe({ entryTypes: ['gc'] });
+  const r = await load();
+  observer.disconnect();
+  console.log(`\ngarbage collection under load (${r.requests} requests; heap in use before: ${(heapBefore / 1048576).toFixed(1)} MB)`);
+  for (const [kind, k] of byKind) {
+    console.log(`  ${kind.padEnd(22)} ${String(k.count).padStart(5)} × ${((k.ms * 1000) / Math.max(1, r.requests)).toFixed(1).padStart(6)} µs/request, longest ${k.longest.toFixed(1)} ms`);
+  }
+}
 
 function post<T>(session: inspector.Session, method: string, params: object = {}): Promise<T> {
   return new Promise((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result as T))));
@@ -76,6 +111,7 @@ async function main(): Promise<void> {
     const target = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${opts.route}`, auth: `Bearer ${token}`, connections: opts.connections, cpu: null };
     try {
       await runWrk(target, 2); // warm-up: optimised code allocates differently
+      await gcUnderLoad(() => runWrk(target, opts.duration));
       const session = new inspector.Session();
       session.connect();
       await post(session, 'HeapProfiler.enable');
