@@ -1,10 +1,10 @@
 // Group commit for the workers' state writes. Every attempt writes its row twice (start, end); at
 // concurrency N one statement per write would cost 2·N commits per round of jobs. Here a write
 // waits while `maxInFlight` batches are in flight and then goes out with every other write queued
-// meanwhile, in one statement: no timer, so a lone write leaves at once and a busy worker writes in
-// batches. With one batch in flight at a time the workers' rate was bound by one statement's
-// latency (bench:jobs: ~95 writes per ~5 ms statement, the process mostly idle); a second batch in
-// flight overlaps the round trips.
+// meanwhile, in one statement: no timer, so a lone write leaves at the end of its tick and a busy
+// worker writes in batches. With one batch in flight at a time the workers' rate was bound by one
+// statement's latency (bench:jobs: ~95 writes per ~5 ms statement, the process mostly idle); a
+// second batch in flight overlaps the round trips.
 
 /** One write of a batch: its key (a run id) and what the caller passes with it. */
 export interface BatchItem<In> {
@@ -26,6 +26,7 @@ export class WriteBatcher<In, Out> {
   private inFlight = 0;
   /** Keys of the batches in flight. */
   private readonly flying = new Set<number>();
+  private pumpScheduled = false;
 
   constructor(
     private readonly flush: (items: BatchItem<In>[]) => Promise<Map<number, Out>>,
@@ -36,6 +37,20 @@ export class WriteBatcher<In, Out> {
   write(key: number, input: In): Promise<Out | null> {
     return new Promise((resolve, reject) => {
       this.queued.push({ key, input, resolve, reject });
+      this.schedulePump();
+    });
+  }
+
+  /**
+   * Batches are formed once the current tick's promise callbacks have run (process.nextTick runs
+   * after them): the writes made by the callers a batch's answer resumed (each run started goes on
+   * to write its end) then leave together, where pumping at once sent the first of them alone.
+   */
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    process.nextTick(() => {
+      this.pumpScheduled = false;
       this.pump();
     });
   }
@@ -67,7 +82,7 @@ export class WriteBatcher<In, Out> {
     } finally {
       for (const item of batch) this.flying.delete(item.key);
       this.inFlight--;
-      this.pump();
+      this.schedulePump();
     }
   }
 }

@@ -17,28 +17,50 @@ function recordingFlush() {
   return { batches, flush, release };
 }
 
+/** The end of the current tick, when a batcher forms its batch. */
+const tick = () => new Promise<void>((resolve) => process.nextTick(resolve));
+
 describe('WriteBatcher', () => {
-  it('sends a lone write at once and the writes queued meanwhile as one batch', async () => {
+  it('sends the writes of one tick as one batch, and those made while it is in flight as the next', async () => {
     const { batches, flush, release } = recordingFlush();
     const batcher = new WriteBatcher(flush);
-    const first = batcher.write(1, 'a');
-    const rest = [batcher.write(2, 'b'), batcher.write(3, 'c')];
-    expect(batches.map((b) => b.map((i) => i.key))).toEqual([[1]]);
+    const first = [batcher.write(1, 'a'), batcher.write(2, 'b')];
+    expect(batches).toEqual([]); // at the end of the tick, not at once
+    await tick();
+    expect(batches.map((b) => b.map((i) => i.key))).toEqual([[1, 2]]);
+    const rest = [batcher.write(3, 'c'), batcher.write(4, 'd')];
+    await tick();
+    expect(batches.map((b) => b.map((i) => i.key))).toEqual([[1, 2]]); // one batch in flight at a time
     await release();
-    expect(await first).toBe('a!');
-    expect(batches.map((b) => b.map((i) => i.key))).toEqual([[1], [2, 3]]);
+    expect(await Promise.all(first)).toEqual(['a!', 'b!']);
+    expect(batches.map((b) => b.map((i) => i.key))).toEqual([[1, 2], [3, 4]]);
     await release();
-    expect(await Promise.all(rest)).toEqual(['b!', 'c!']);
+    expect(await Promise.all(rest)).toEqual(['c!', 'd!']);
+  });
+
+  it('sends the writes of the callers a batch answer resumed together', async () => {
+    const { batches, flush, release } = recordingFlush();
+    const batcher = new WriteBatcher(flush);
+    const ends = [1, 2, 3].map((key) => batcher.write(key, 'start').then(() => batcher.write(key, 'end')));
+    await tick();
+    await release(); // each start answered: each caller writes its end
+    expect(batches.map((b) => b.map((i) => `${i.key}:${i.input}`))).toEqual([
+      ['1:start', '2:start', '3:start'],
+      ['1:end', '2:end', '3:end'],
+    ]);
+    await release();
+    expect(await Promise.all(ends)).toEqual(['end!', 'end!', 'end!']);
   });
 
   it('never puts one key twice in a batch, and caps the batch size', async () => {
     const { batches, flush, release } = recordingFlush();
     const batcher = new WriteBatcher(flush, 2);
     const writes = [batcher.write(9, 'x'), batcher.write(1, 'a'), batcher.write(1, 'b'), batcher.write(2, 'c'), batcher.write(3, 'd')];
+    await tick();
     await release();
     await release();
     await release();
-    expect(batches.map((b) => b.map((i) => i.input))).toEqual([['x'], ['a', 'c'], ['b', 'd']]);
+    expect(batches.map((b) => b.map((i) => i.input))).toEqual([['x', 'a'], ['b', 'c'], ['d']]);
     expect(await Promise.all(writes)).toEqual(['x!', 'a!', 'b!', 'c!', 'd!']);
   });
 
@@ -46,9 +68,12 @@ describe('WriteBatcher', () => {
     const { batches, flush, release } = recordingFlush();
     const batcher = new WriteBatcher(flush, 500, 2);
     const first = batcher.write(1, 'start');
-    const second = batcher.write(2, 'start'); // a second batch goes at once
+    await tick();
+    const second = batcher.write(2, 'start'); // a second batch goes beside the first
+    await tick();
     const again = batcher.write(1, 'complete'); // key 1 is in flight: waits
     const third = batcher.write(3, 'start'); // two batches in flight: waits
+    await tick();
     expect(batches.map((b) => b.map((i) => `${i.key}:${i.input}`))).toEqual([['1:start'], ['2:start']]);
     await release(); // the first batch answers: key 1 may go again, with 3
     expect(await first).toBe('start!');
