@@ -154,7 +154,8 @@ async function main(): Promise<void> {
   try {
     // Scratch database, migrated; the bench user with a bearer session; then the bulk seed.
     const dbUrl = await scratch.createDatabase();
-    const seedConfig = loadConfig({ NODE_ENV: 'test', DATABASE_URL: dbUrl, SESSION_SECRET: sessionSecret });
+    // DATABASE_POOL_MAX from the environment sizes both our pool and the baselines' (10 by default).
+    const seedConfig = loadConfig({ NODE_ENV: 'test', DATABASE_URL: dbUrl, SESSION_SECRET: sessionSecret, DATABASE_POOL_MAX: process.env.DATABASE_POOL_MAX });
     // The owner's connection (one: the seed's session settings hold for all its statements).
     owner = createDatabase(dbUrl, 1, createLogger('warn'));
     await migrateLatest(owner);
