@@ -118,7 +118,7 @@ export class OrgService {
   async get(caller: Caller, orgId: string): Promise<OrgView> {
     const found = await store.enterOrg(this.s.db, caller.userId, orgId, false);
     this.admit(found && { role: found.role, deletedAt: found.org.deletedAt }, 'org.read', true);
-    return { ...found!.org, role: found!.role };
+    return found!.org;
   }
 
   /** PATCH /v1/orgs/{orgId}: `org.renamed` when something changed. */

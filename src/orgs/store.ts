@@ -48,18 +48,11 @@ interface MemberRecord {
   created_at: Date;
 }
 
-const toOrg = (r: OrgRecord): OrgRow => ({
-  id: r.id,
-  name: r.name,
-  slug: r.slug,
-  memberCount: r.member_count,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-  deletedAt: r.deleted_at,
-});
-
-/** The list's row in one object (a page maps 50 of them: no second copy to add the role). */
-const toOrgWithRole = (r: OrgRoleRecord): OrgRow & { role: Role } => ({
+/**
+ * An organisation with the user's role in it, in one object: every read of one comes with the
+ * role (a list page maps 50 of them: no second object spread from the first to add it).
+ */
+const toOrg = (r: OrgRoleRecord): OrgRow & { role: Role } => ({
   id: r.id,
   name: r.name,
   slug: r.slug,
@@ -79,7 +72,7 @@ const ENTER_ORG = prepared('orgs.enter', 'select * from app_enter_org($1, $2, $3
  * organisation for row-level security and answers the organisation with the user's role (null for
  * a non-member), in one round trip. `lock`: FOR UPDATE of the organisation row.
  */
-export async function enterOrg(trx: Db, userId: string, orgId: string, lock: boolean): Promise<{ org: OrgRow; role: Role } | null> {
+export async function enterOrg(trx: Db, userId: string, orgId: string, lock: boolean): Promise<{ org: OrgRow & { role: Role }; role: Role } | null> {
   const [row] = await runPrepared<OrgRoleRecord>(trx, ENTER_ORG, [userId, orgId, lock]);
   return row ? { org: toOrg(row), role: row.role } : null;
 }
@@ -107,7 +100,7 @@ export async function listForUser(
   page: { limit: number; beforeId?: string; deletedSince: Date | null },
 ): Promise<(OrgRow & { role: Role })[]> {
   const rows = await runPrepared<OrgRoleRecord>(db, MEMBER_ORGANISATIONS, [userId, page.beforeId ?? null, page.deletedSince, page.limit]);
-  return rows.map(toOrgWithRole);
+  return rows.map(toOrg);
 }
 
 /** False when the slug is taken (by any organisation, soft-deleted ones included). */
