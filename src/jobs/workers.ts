@@ -28,7 +28,8 @@ export type WorkersDeps<App> = Omit<JobSystemOptions<App>, 'timing'> & {
  * Batches of start/complete writes in flight at once. With one, a worker's rate was bound by one
  * statement's latency (jobs queued in BullMQ beforehand, concurrency 200: ~7,000 jobs/s at ~95
  * writes per ~4 ms statement, the process mostly idle); two overlap the round trips (~11,700 jobs/s,
- * as bare BullMQ's workers), three gained nothing more.
+ * as bare BullMQ's workers), three gained nothing more. The second goes only when a backlog waits
+ * (see WriteBatcher.pump): sent as soon as one could, it split the batches of a trickle in two.
  */
 const WRITES_IN_FLIGHT = 2;
 

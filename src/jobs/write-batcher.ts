@@ -55,9 +55,13 @@ export class WriteBatcher<In, Out> {
     });
   }
 
-  /** Sends batches while fewer than `maxInFlight` are in flight and some queued write may go. */
+  /**
+   * Sends batches while fewer than `maxInFlight` are in flight and some queued write may go. A batch
+   * goes beside others in flight only once as many writes wait as each of those carries (a
+   * statement has a fixed cost): a backlog overlaps its round trips, a trickle waits and joins.
+   */
   private pump(): void {
-    while (this.inFlight < this.maxInFlight && this.queued.length) {
+    while (this.inFlight < this.maxInFlight && this.queued.length && (!this.inFlight || this.queued.length >= this.flying.size / this.inFlight)) {
       const batch: Queued<In, Out>[] = [];
       const later: Queued<In, Out>[] = [];
       for (const item of this.queued) {

@@ -83,6 +83,25 @@ describe('WriteBatcher', () => {
     expect(await Promise.all([second, again, third])).toEqual(['start!', 'complete!', 'start!']);
   });
 
+  it('sends a batch beside one in flight only once as many writes wait as that one carries', async () => {
+    const { batches, flush, release } = recordingFlush();
+    const batcher = new WriteBatcher(flush, 500, 2);
+    const writes = [batcher.write(1, 'a'), batcher.write(2, 'b'), batcher.write(3, 'c')];
+    await tick();
+    writes.push(batcher.write(4, 'd'), batcher.write(5, 'e'));
+    await tick();
+    expect(batches.map((b) => b.map((i) => i.key))).toEqual([[1, 2, 3]]); // two waiting: they wait for the three in flight
+    writes.push(batcher.write(6, 'f'));
+    await tick();
+    expect(batches.map((b) => b.map((i) => i.key))).toEqual([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]); // three waiting: they go beside
+    await release();
+    await release();
+    expect(await Promise.all(writes)).toEqual(['a!', 'b!', 'c!', 'd!', 'e!', 'f!']);
+  });
+
   it('answers null for a key the flush did not answer, and rejects a whole batch whose flush failed', async () => {
     let fail = false;
     const batcher = new WriteBatcher<string, string>(async (items) => {
