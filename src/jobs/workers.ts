@@ -202,9 +202,15 @@ export class Workers<App> {
           logger,
         }),
       );
-      await this.attemptWrites.write(run.id, 'complete');
-      this.finished(run.kind, 'completed', started);
-      logger.info('job completed', { run_id: run.id, kind: run.kind, attempt: run.attempt, duration_ms: Date.now() - started });
+      if (await this.attemptWrites.write(run.id, 'complete')) {
+        this.finished(run.kind, 'completed', started);
+        logger.info('job completed', { run_id: run.id, kind: run.kind, attempt: run.attempt, duration_ms: Date.now() - started });
+      } else {
+        // The row was no longer running: a cancel ended it while the handler was finishing (one
+        // that reached no worker of this process). It stays cancelled, and is counted so.
+        this.finished(run.kind, 'cancelled', started);
+        logger.info('job cancelled while running', { run_id: run.id, kind: run.kind, handler_finished: true });
+      }
     } catch (err) {
       const cancelled =
         held.cancelled ||

@@ -375,6 +375,23 @@ describe('cancel', () => {
     expect((await apiRun(run.id)).state).toBe('cancelled');
   });
 
+  it('a run cancelled while its handler finishes is counted cancelled, not completed, and stays cancelled', async () => {
+    const finished = async (state: string) =>
+      (await t.ctx.metrics.registry.getSingleMetric('job_runs_finished_total')!.get()).values.find((v) => v.labels.kind === 'test.deaf' && v.labels.state === state)?.value ?? 0;
+    const [completedBefore, cancelledBefore] = [await finished('completed'), await finished('cancelled')];
+    const run = await enqueue('test.deaf');
+    const release = await waitForGate(run.id);
+    // Ended in the database by a cancel that reached no worker of this process (no local abort):
+    // the handler returns normally afterwards, and the end it writes finds the row cancelled.
+    expect(await store.cancelRun(t.ctx.db, run.id, ['running'], new Date())).not.toBeNull();
+    release();
+    await waitUntilBullForgets(run.id);
+    await waitFor('the attempt to be counted', async () => (await finished('cancelled')) === cancelledBefore + 1);
+    expect(await finished('completed')).toBe(completedBefore);
+    expect((await apiRun(run.id)).state).toBe('cancelled');
+    expect(calls.get(run.id)).toBe(1);
+  });
+
   it('a cancel that reaches no worker because the attempt was failing meanwhile still stops further attempts', async () => {
     const run = await retryableHeld();
     // The operator saw it running (the attempt was failing at that moment): 202, but no worker holds it.
