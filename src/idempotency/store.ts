@@ -2,6 +2,7 @@
 // named prepared statements (src/platform/prepared.ts), like the other statements of hot paths.
 import type { Db } from '../platform/database';
 import { prepared, runPrepared } from '../platform/prepared';
+import { deleteInBatches } from '../platform/batches';
 
 /** An answer as it was sent: status, the headers the operation set, the exact body bytes (null: none). */
 export interface StoredAnswer {
@@ -63,14 +64,6 @@ export async function find(db: Db, userId: string, key: string, now: Date): Prom
 }
 
 /** Deletes the rows expired at `now`, `batch` at a time (short statements); how many. */
-export async function deleteExpired(db: Db, now: Date, batch: number): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const { rowCount } = await db.raw<{ rowCount: number }>(
-      'delete from idempotency_keys where ctid = any (array (select ctid from idempotency_keys where expires_at <= ? limit ?))',
-      [now, batch],
-    );
-    total += rowCount;
-    if (rowCount < batch) return total;
-  }
+export function deleteExpired(db: Db, now: Date, batch: number): Promise<number> {
+  return deleteInBatches(db, 'idempotency_keys', (q) => q.where('expires_at', '<=', now), batch, 'ctid');
 }

@@ -3,13 +3,16 @@
 import type { Knex } from 'knex';
 import type { Db } from './database';
 
-/** Deletes the rows of `table` that `filter` selects, `batch` at a time (by `id`); how many. */
-export async function deleteInBatches(db: Db, table: string, filter: (q: Knex.QueryBuilder) => void, batch: number): Promise<number> {
+/**
+ * Deletes the rows of `table` that `filter` selects, `batch` at a time, picked by `key` (`id`, or
+ * `ctid` for a table whose key has several columns); how many.
+ */
+export async function deleteInBatches(db: Db, table: string, filter: (q: Knex.QueryBuilder) => void, batch: number, key: 'id' | 'ctid' = 'id'): Promise<number> {
   let total = 0;
   for (;;) {
-    const ids = db(table).select('id').limit(batch);
-    filter(ids);
-    const n = await db(table).whereIn('id', ids).delete();
+    const keys = db(table).select(key).limit(batch);
+    filter(keys);
+    const n = await db(table).whereIn(key, keys).delete();
     total += n;
     if (n < batch) return total;
   }

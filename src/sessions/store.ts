@@ -50,8 +50,8 @@ const TOUCH_EVERY_MS = 60_000;
 /**
  * The session of a token hash and its user, touching `last_seen_at` (at most once a minute) in the
  * same statement; with `secondFactors`, also the user's second factors (three index probes that
- * only the operations showing them pay for). Exported for the benches, whose bare baselines send
- * the same statements.
+ * only the operations showing them pay for). Its two statements are exported for the benches,
+ * whose bare baselines send the same ones.
  */
 function findLive(name: string, secondFactors: string) {
   return prepared(
