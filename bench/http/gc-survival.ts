@@ -1,7 +1,7 @@
 // What survives each scavenge: our service and the bare Express server under the same load on
 // GET /v1/auth/me, each started with --trace-gc-nvp; prints per scavenge the bytes allocated since
 // the last, survived (copied within the young generation), promoted (copied to the old one) and
-// its pause. A scavenge costs with what it copies.
+// its pause (a scavenge costs with what it copies), and the mark-compacts with the heap they left.
 //
 //   npm run bench:gc -- [--route /v1/auth/me] [--duration 4]
 import path from 'node:path';
@@ -18,17 +18,21 @@ import { appDatabase } from '../../src/platform/database-roles';
 
 const FIELDS = ['allocated', 'new_space_survived', 'promoted', 'pause'] as const;
 
+const mb = (b: number) => `${(b / 1048576).toFixed(2)} MB`;
+const field = (line: string, name: string) => Number(new RegExp(`\\b${name}=([\\d.]+)`).exec(line)?.[1] ?? 0);
+
+/** The scavenges (gc=s) of `output`, averaged, and its mark-compacts (gc=mc): their pauses and the heap each left. */
 function summarise(output: string[], requests: number): string {
-  const scavenges = output
-    .join('')
-    .split('\n')
-    .filter((l) => l.includes('gc=s '))
-    .map((l) => Object.fromEntries(FIELDS.map((f) => [f, Number(new RegExp(`\\b${f}=([\\d.]+)`).exec(l)?.[1] ?? 0)])));
+  const lines = output.join('').split('\n');
+  const scavenges = lines.filter((l) => l.includes('gc=s ')).map((l) => Object.fromEntries(FIELDS.map((f) => [f, field(l, f)])));
   const mean = (f: (typeof FIELDS)[number]) => scavenges.reduce((n, s) => n + s[f]!, 0) / Math.max(1, scavenges.length);
-  const mb = (b: number) => `${(b / 1048576).toFixed(2)} MB`;
+  const majors = lines.filter((l) => l.includes('gc=mc ')).map((l) => ({ pause: field(l, 'pause'), after: field(l, 'total_size_after') }));
   return (
     `${scavenges.length} scavenges for ${requests} requests; each: allocated ${mb(mean('allocated'))}, survived ${mb(mean('new_space_survived'))}, ` +
-    `promoted ${mb(mean('promoted'))}, pause ${mean('pause').toFixed(2)} ms → ${((mean('pause') * scavenges.length * 1000) / Math.max(1, requests)).toFixed(1)} µs/request`
+    `promoted ${mb(mean('promoted'))}, pause ${mean('pause').toFixed(2)} ms → ${((mean('pause') * scavenges.length * 1000) / Math.max(1, requests)).toFixed(1)} µs/request; ` +
+    (majors.length
+      ? `${majors.length} mark-compacts, pauses ${majors.map((m) => m.pause.toFixed(1)).join(', ')} ms, heap after ${mb(Math.max(...majors.map((m) => m.after)))}`
+      : 'no mark-compact')
   );
 }
 
@@ -65,6 +69,8 @@ async function main(): Promise<void> {
       server.output.length = 0;
       const r = await runWrk(target, opts.duration);
       console.log(`${server.name.padEnd(22)} ${summarise(server.output, r.requests)}`);
+      // bench/processes.ts keeps a child's last 200 chunks of output: more, and the first are gone.
+      if (server.output.length >= 200) console.log('  (the trace filled the kept output: counts are of its end only; use a shorter --duration)');
       await stopProcess(server.child);
     }
   } finally {
