@@ -106,6 +106,10 @@ describe('a client that drops the connection before reading the answer', () => {
     const call: KeyedCall = { method: 'post', url: `/v1/orgs/${org.id}/restore`, auth: founder.auth };
     const key = newKey();
     await sendAndDrop(call, key, (socket) => socket.destroy());
+    // The server has the request but may not have claimed the key yet: a retry sent now could run
+    // first and answer fresh (CI saw it once, behind PgBouncer). Wait for the dropped request's
+    // answer to be recorded (the header is a structured-field string: the key is inside quotes).
+    await waitFor('the dropped request to record its answer', async () => (await app.owner('idempotency_keys').where({ key: JSON.parse(key) })).length === 1);
     const res = await retry(call, key);
     expect(res.status).toBe(200);
     expect(res.headers['idempotent-replayed']).toBe('true');
