@@ -9,6 +9,7 @@ import type { RuntimeSettings } from '../settings/runtime';
 import { userActor, type Actor, type AuditService, type RequestMeta } from '../audit/service';
 import type { Limits } from '../ratelimit/limits';
 import type { SessionService } from '../sessions/service';
+import type { MfaSummary } from '../sessions/second-factors';
 import type { SignInChallenges } from '../sessions/challenges';
 import type { MailService } from '../mail/service';
 import type { OrgService } from '../orgs/service';
@@ -92,24 +93,26 @@ export class AccountService {
    * without a password all cost exactly one bcrypt compare and answer the same 401
    * `invalid_credentials` (with `auth.login.failed`). 429 over the per-IP or per-address limit.
    * `newHash`: the password hashed again when its hash was made with another cost than the
-   * configured one (the sign-in stores it with `replacePasswordHash`).
+   * configured one (the sign-in stores it with `replacePasswordHash`). `secondFactors` are read
+   * with the user, in the same statement.
    */
-  async checkPassword(emailInput: string, password: string, meta: RequestMeta): Promise<{ user: store.UserRow; newHash: string | null }> {
+  async checkPassword(emailInput: string, password: string, meta: RequestMeta): Promise<{ user: store.UserRow; secondFactors: MfaSummary; newHash: string | null }> {
     const email = store.normaliseEmail(emailInput);
     await this.s.limits.hit({ limit: 'login.ip', subject: meta.ip ?? 'unknown' }, { limit: 'login.email', subject: email });
-    const user = await store.findUserByEmail(this.s.db, email);
-    const matches = await this.s.passwords.verify(password, user?.passwordHash ?? null);
-    if (!user || !matches) {
+    const found = await store.findUserForSignIn(this.s.db, email);
+    const matches = await this.s.passwords.verify(password, found?.user.passwordHash ?? null);
+    if (!found || !matches) {
       await this.s.audit.record({
         action: 'auth.login.failed',
-        actor: userActor(user?.id ?? null),
-        target: user ? { kind: 'user', id: user.id } : null,
+        actor: userActor(found?.user.id ?? null),
+        target: found ? { kind: 'user', id: found.user.id } : null,
         data: { reason: 'invalid_credentials', method: 'password' },
         meta,
       });
       throw accountErrors.invalidCredentials();
     }
-    return { user, newHash: this.s.passwords.needsRehash(user.passwordHash!) ? await this.s.passwords.hash(password) : null };
+    const { user, secondFactors } = found;
+    return { user, secondFactors, newHash: this.s.passwords.needsRehash(user.passwordHash!) ? await this.s.passwords.hash(password) : null };
   }
 
   /** Stores a rehashed password, unless it changed meanwhile (not a change of password). */

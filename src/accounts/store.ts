@@ -2,6 +2,7 @@
 import { newId } from '../ids';
 import { prepared, runPrepared } from '../platform/prepared';
 import type { Db } from '../platform/database';
+import { SECOND_FACTOR_COLUMNS, secondFactorsOf, type MfaSummary, type SecondFactorColumns } from '../sessions/second-factors';
 
 
 export function normaliseEmail(email: string): string {
@@ -105,8 +106,19 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserRow | 
   return row ? toUserRow(row) : null;
 }
 
-// Every sign-in starts here: a prepared statement (no query building, planned once per connection).
+// Social sign-in and password resets start here: a prepared statement (no query building,
+// planned once per connection).
 const FIND_USER_BY_EMAIL = prepared('users.find_by_email', `select ${USER_COLUMNS.join(', ')} from users where email = $1`);
+
+// A password sign-in reads the second factors with the user: whether it ends in a session or a
+// challenge is known without a round trip of its own.
+const FIND_USER_FOR_SIGN_IN = prepared('users.find_for_sign_in', `select ${USER_COLUMNS.join(', ')}, ${SECOND_FACTOR_COLUMNS} from users u where email = $1`);
+
+/** findUserByEmail, with the user's second factors. */
+export async function findUserForSignIn(db: Db, email: string): Promise<{ user: UserRow; secondFactors: MfaSummary } | null> {
+  const [row] = await runPrepared<UserRecord & SecondFactorColumns>(db, FIND_USER_FOR_SIGN_IN, [normaliseEmail(email)]);
+  return row ? { user: toUserRow(row), secondFactors: secondFactorsOf(row) } : null;
+}
 
 /**
  * Creates an account: with a password (registration), or without one and with the email verified

@@ -8,8 +8,10 @@ import { DEFAULT_LIMIT, decodeCursor, page, type PageRequest } from '../paginati
 import { DAY_US, HOUR_US, instantDate, isInstant, microsOf, parseInstant } from './instants';
 import { planWindow, runs, type Range, type WindowPlan } from './rollups';
 import * as store from './store';
+import type { Prepared } from '../platform/prepared';
 
-export type { Actor, AuditEvent, RequestMeta } from './store';
+export type { Actor, AuditEvent, AuditEventInput, RequestMeta } from './store';
+export { auditedChange } from './store';
 
 /** A signed-in user (or, with null, an unknown one) as the actor of an event. */
 export const userActor = (id: string | null): store.Actor => ({ kind: 'user', id });
@@ -53,10 +55,23 @@ export class AuditService {
   constructor(private readonly s: Deps) {}
 
   record(event: store.AuditEventInput): Promise<string> {
+    this.count(event);
+    return store.insertAuditEvent(this.s.db, event);
+  }
+
+  /**
+   * Runs a change built with `auditedChange` (its parameters first) and records its event in the
+   * same statement: no transaction needed for the pair.
+   */
+  recordWith(change: Prepared, changeValues: unknown[], event: store.AuditEventInput): Promise<string> {
+    this.count(event);
+    return store.insertAuditedChange(this.s.db, change, changeValues, event);
+  }
+
+  private count(event: store.AuditEventInput): void {
     // Sign-ins are counted where every method records its outcome (a registration's first session is not one).
     const outcome = SIGN_IN_OUTCOMES[event.action];
     if (outcome && event.data?.via !== 'register') this.s.metrics.signIns.labels(String(event.data?.method ?? 'unknown'), outcome).inc();
-    return store.insertAuditEvent(this.s.db, event);
   }
 
   /**

@@ -1,6 +1,7 @@
-// Audit events: written inside the caller's transaction, so an event exists exactly when its change does.
+// Audit events: written inside the caller's transaction (or in the statement of the change,
+// auditedChange), so an event exists exactly when its change does.
 import { newId } from '../ids';
-import { runStatement, prepared, runPrepared } from '../platform/prepared';
+import { runStatement, prepared, runPrepared, type Prepared } from '../platform/prepared';
 import { deleteInBatches } from '../platform/batches';
 import { instantText } from './instants';
 import type { Range, WindowPlan } from './rollups';
@@ -29,16 +30,14 @@ export interface AuditEventInput {
   meta?: RequestMeta;
 }
 
-const INSERT_AUDIT_EVENT = prepared(
-  'audit_events.insert',
-  `insert into audit_events (id, action, actor_kind, actor_id, target_kind, target_id, org_id, ip, user_agent, request_id, data)
-   values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-);
+const AUDIT_EVENT_INSERT = `insert into audit_events (id, action, actor_kind, actor_id, target_kind, target_id, org_id, ip, user_agent, request_id, data)
+   values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+const INSERT_AUDIT_EVENT = prepared('audit_events.insert', AUDIT_EVENT_INSERT);
 
-export async function insertAuditEvent(trx: Db, event: AuditEventInput): Promise<string> {
-  const id = newId('aud');
-  await runPrepared(trx, INSERT_AUDIT_EVENT, [
-    id,
+/** The event's row as AUDIT_EVENT_INSERT's parameters; the first is its new id. */
+function eventValues(event: AuditEventInput): unknown[] {
+  return [
+    newId('aud'),
     event.action,
     event.actor.kind,
     event.actor.id,
@@ -49,8 +48,31 @@ export async function insertAuditEvent(trx: Db, event: AuditEventInput): Promise
     event.meta?.userAgent?.slice(0, 512) ?? null,
     event.meta?.requestId ?? null,
     JSON.stringify(event.data ?? {}),
-  ]);
-  return id;
+  ];
+}
+
+export async function insertAuditEvent(trx: Db, event: AuditEventInput): Promise<string> {
+  const values = eventValues(event);
+  await runPrepared(trx, INSERT_AUDIT_EVENT, values);
+  return values[0] as string;
+}
+
+/**
+ * A change and its audit event as ONE statement: `change` (an insert, update or delete with
+ * placeholders $1…$changeParams) runs as a data-modifying WITH of the event's insert. A statement
+ * is atomic by itself, so the event commits exactly when its change does without a transaction
+ * (no BEGIN and COMMIT round trips) — for a hot change that is its request's only write.
+ */
+export function auditedChange(name: string, change: { sql: string; params: number }): Prepared {
+  const insert = AUDIT_EVENT_INSERT.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + change.params}`);
+  return prepared(name, `with change as (${change.sql})\n   ${insert}`);
+}
+
+/** Runs an `auditedChange` statement: the change's parameters, then the event's. The event's id. */
+export async function insertAuditedChange(db: Db, statement: Prepared, changeValues: unknown[], event: AuditEventInput): Promise<string> {
+  const values = eventValues(event);
+  await runPrepared(db, statement, [...changeValues, ...values]);
+  return values[0] as string;
 }
 
 /** Clears ip and user agent of every event the user acted in (the actor id stays, a pseudonym). */

@@ -1,6 +1,6 @@
 // Sessions: created at sign-in, resolved on every request, listed and revoked by their owner,
 // revoked in bulk by password changes and account deletion. Audit events in the same transaction.
-import type { RequestMeta } from '../audit/service';
+import type { AuditEventInput, RequestMeta } from '../audit/service';
 import type { Scope } from '../platform/scope';
 import type { RuntimeSettings } from '../settings/runtime';
 import type { AuditService } from '../audit/service';
@@ -39,10 +39,18 @@ export class SessionService {
    * transaction). Its `expiresAt` is when it ends if it is not used: the idle expiry, unless the
    * absolute one comes first.
    */
-  async start(input: { userId: string; transport: Transport; ip?: string | null; userAgent?: string | null; identityId?: string | null }): Promise<NewSession> {
+  /**
+   * A new session and the audit event `event` makes of it (its id is the event's target), in one
+   * statement: the event commits with the session, inside a transaction or without one.
+   */
+  async start(
+    input: { userId: string; transport: Transport; ip?: string | null; userAgent?: string | null; identityId?: string | null },
+    event: (session: { id: string }) => AuditEventInput,
+  ): Promise<NewSession> {
     const policy = this.policy;
     const now = this.s.now();
-    const session = await store.createSession(this.s.db, input, policy, now);
+    const { session, values } = store.newSession(input, policy, now);
+    await this.s.audit.recordWith(store.INSERT_SESSION_AUDITED, values, event(session));
     return { ...session, expiresAt: sessionEndsAt(now, session.expiresAt, policy.idleTimeoutSeconds) };
   }
 

@@ -3,10 +3,11 @@ import type { Knex } from 'knex';
 import type { Db } from '../platform/database';
 import { newId } from '../ids';
 import { prepared, runPrepared } from '../platform/prepared';
+import { auditedChange } from '../audit/service';
 import { hashToken, looksLikeToken, newSessionToken } from './tokens';
 import { deleteInBatches } from '../platform/batches';
 import { sessionEndsAt } from './expiry';
-import { mfaSummary, type MfaSummary } from './second-factors';
+import { SECOND_FACTOR_COLUMNS, secondFactorsOf, type MfaSummary, type SecondFactorColumns } from './second-factors';
 
 export interface SessionUser {
   id: string;
@@ -67,13 +68,8 @@ function findLive(name: string, secondFactors: string) {
   );
 }
 export const FIND_LIVE_SESSION = findLive('sessions.find_live', '');
-export const FIND_LIVE_SESSION_WITH_SECOND_FACTORS = findLive(
-  'sessions.find_live_with_second_factors',
-  `,
-            exists (select 1 from totp_credentials t where t.user_id = u.id and t.enabled_at is not null) as mfa_totp,
-            (select count(*) from passkeys p where p.user_id = u.id)::int as mfa_passkeys,
-            (select count(*) from recovery_codes r where r.user_id = u.id and r.used_at is null)::int as mfa_recovery_codes`,
-);
+export const FIND_LIVE_SESSION_WITH_SECOND_FACTORS = findLive('sessions.find_live_with_second_factors', `,
+            ${SECOND_FACTOR_COLUMNS}`);
 
 /**
  * Resolves a token to its live session and user in ONE round trip, touching `last_seen_at` (at
@@ -104,7 +100,7 @@ export async function findLiveSession(db: Db, token: string, policy: SessionPoli
       operator: row.is_operator,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
-      mfa: secondFactors ? mfaSummary({ totp: row.mfa_totp, passkeys: row.mfa_passkeys, recoveryCodesRemaining: row.mfa_recovery_codes }) : undefined,
+      mfa: secondFactors ? secondFactorsOf(row as SecondFactorColumns) : undefined,
     },
     expiresAt: sessionEndsAt(lastSeenAt, row.expires_at, policy.idleTimeoutSeconds),
     extended: row.touched,
@@ -118,23 +114,31 @@ export interface NewSession {
   expiresAt: Date;
 }
 
-const INSERT_SESSION = prepared(
-  'sessions.insert',
-  `insert into sessions (id, user_id, token_hash, transport, created_at, last_seen_at, expires_at, ip, user_agent, identity_id)
+const SESSION_INSERT = {
+  sql: `insert into sessions (id, user_id, token_hash, transport, created_at, last_seen_at, expires_at, ip, user_agent, identity_id)
    values ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9)`,
-);
+  params: 9,
+};
+const INSERT_SESSION = prepared('sessions.insert', SESSION_INSERT.sql);
+// A sign-in's only write: the session and its auth.login.succeeded in one statement (AuditService.recordWith).
+export const INSERT_SESSION_AUDITED = auditedChange('sessions.insert_audited', SESSION_INSERT);
 
-export async function createSession(
-  db: Db | Knex.Transaction,
-  input: { userId: string; transport: 'cookie' | 'bearer'; ip?: string | null; userAgent?: string | null; identityId?: string | null },
-  policy: Pick<SessionPolicy, 'absoluteLifetimeSeconds'>,
-  now = new Date(),
-): Promise<NewSession> {
+type SessionInput = { userId: string; transport: 'cookie' | 'bearer'; ip?: string | null; userAgent?: string | null; identityId?: string | null };
+
+/** A new session's token and row: the parameters of its insert (alone or audited). */
+export function newSession(input: SessionInput, policy: Pick<SessionPolicy, 'absoluteLifetimeSeconds'>, now: Date): { session: NewSession; values: unknown[] } {
   const token = newSessionToken();
   const id = newId('ses');
   const expiresAt = new Date(now.getTime() + policy.absoluteLifetimeSeconds * 1000);
-  await runPrepared(db, INSERT_SESSION, [id, input.userId, hashToken(token), input.transport, now, expiresAt, input.ip ?? null, input.userAgent?.slice(0, 512) ?? null, input.identityId ?? null]);
-  return { id, token, expiresAt };
+  const values = [id, input.userId, hashToken(token), input.transport, now, expiresAt, input.ip ?? null, input.userAgent?.slice(0, 512) ?? null, input.identityId ?? null];
+  return { session: { id, token, expiresAt }, values };
+}
+
+/** A session without an audit event (tests and benches seed them). */
+export async function createSession(db: Db | Knex.Transaction, input: SessionInput, policy: Pick<SessionPolicy, 'absoluteLifetimeSeconds'>, now = new Date()): Promise<NewSession> {
+  const { session, values } = newSession(input, policy, now);
+  await runPrepared(db, INSERT_SESSION, values);
+  return session;
 }
 
 export interface SessionRow {

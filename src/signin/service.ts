@@ -87,10 +87,9 @@ export class SignInService {
    * configured one is replaced in the sign-in's transaction.
    */
   async withPassword(input: { email: string; password: string; transport?: Transport }, meta: RequestMeta): Promise<SignInOutcome> {
-    const { user, newHash } = await this.s.accounts.checkPassword(input.email, input.password, meta);
-    return this.afterFirstFactor(user, { firstFactor: 'password', transport: input.transport ?? 'cookie' }, meta, async (tx) => {
-      if (newHash) await tx.accounts.replacePasswordHash(user, newHash);
-    });
+    const { user, secondFactors, newHash } = await this.s.accounts.checkPassword(input.email, input.password, meta);
+    const rehash = newHash ? (tx: Deps) => tx.accounts.replacePasswordHash(user, newHash) : undefined;
+    return this.afterFirstFactor(user, { firstFactor: 'password', transport: input.transport ?? 'cookie', secondFactors }, meta, rehash);
   }
 
   /**
@@ -102,22 +101,28 @@ export class SignInService {
    */
   async afterFirstFactor(
     user: UserRow,
-    input: { firstFactor: string; transport: Transport; identityId?: string; data?: Record<string, unknown> },
+    input: { firstFactor: string; transport: Transport; identityId?: string; data?: Record<string, unknown>; secondFactors?: MfaSummary },
     meta: RequestMeta,
     alsoInTransaction?: (tx: Deps) => Promise<void>,
   ): Promise<SignInOutcome> {
     if (user.disabled) throw accountErrors.accountDisabled();
-    const state = await this.s.mfa.state(user.id);
+    const state = input.secondFactors ?? (await this.s.mfa.state(user.id));
+    const session = (tx: Deps): Promise<SignInOutcome> =>
+      this.startSession(tx, user.id, { method: input.firstFactor, transport: input.transport, identityId: input.identityId, data: input.data }, meta).then((session) => ({
+        kind: 'session',
+        user: accountView(user, state),
+        session,
+        transport: input.transport,
+      }));
+    // The usual sign-in writes one statement (the session with its event): no transaction.
+    if (!state.enabled && !alsoInTransaction) return session(this.s);
     return this.s.transaction(async (tx) => {
       await alsoInTransaction?.(tx);
-      if (state.enabled) {
-        const { token, expiresAt } = await tx.challenges.open({ userId: user.id, firstFactor: input.firstFactor, transport: input.transport, identityId: input.identityId ?? null });
-        const methods = methodsOf(state);
-        await tx.audit.record({ action: 'auth.login.mfa_required', actor: userActor(user.id), target: { kind: 'user', id: user.id }, data: { method: input.firstFactor, methods, ...input.data }, meta });
-        return { kind: 'challenge', challenge: { token, methods, expiresAt } };
-      }
-      const session = await this.startSession(tx, user.id, { method: input.firstFactor, transport: input.transport, identityId: input.identityId, data: input.data }, meta);
-      return { kind: 'session', user: accountView(user, state), session, transport: input.transport };
+      if (!state.enabled) return session(tx);
+      const { token, expiresAt } = await tx.challenges.open({ userId: user.id, firstFactor: input.firstFactor, transport: input.transport, identityId: input.identityId ?? null });
+      const methods = methodsOf(state);
+      await tx.audit.record({ action: 'auth.login.mfa_required', actor: userActor(user.id), target: { kind: 'user', id: user.id }, data: { method: input.firstFactor, methods, ...input.data }, meta });
+      return { kind: 'challenge', challenge: { token, methods, expiresAt } };
     });
   }
 
@@ -211,14 +216,13 @@ export class SignInService {
   }
 
   /** The one place a session begins: its row and `auth.login.succeeded`, in the caller's transaction. */
-  private async startSession(
+  private startSession(
     tx: Deps,
     userId: string,
     how: { method: string; transport: Transport; mfaMethod?: SecondFactor; passkeyId?: string; via?: 'register'; identityId?: string | null; data?: Record<string, unknown> },
     meta: RequestMeta,
   ): Promise<NewSession> {
-    const session = await tx.sessions.start({ userId, transport: how.transport, ip: meta.ip, userAgent: meta.userAgent, identityId: how.identityId });
-    await tx.audit.record({
+    return tx.sessions.start({ userId, transport: how.transport, ip: meta.ip, userAgent: meta.userAgent, identityId: how.identityId }, (session) => ({
       action: 'auth.login.succeeded',
       actor: userActor(userId),
       target: { kind: 'session', id: session.id },
@@ -231,7 +235,6 @@ export class SignInService {
         ...how.data,
       },
       meta,
-    });
-    return session;
+    }));
   }
 }
