@@ -1,4 +1,5 @@
 import Redis, { SentinelConnector, type RedisOptions } from 'ioredis';
+import { createHash } from 'node:crypto';
 
 export type RedisClient = Redis;
 
@@ -226,5 +227,28 @@ export function redactUrl(url: string): string {
     return u.toString();
   } catch {
     return 'invalid url';
+  }
+}
+
+/** A Lua script, sent by its SHA1 once Redis knows it. */
+export interface RedisScript {
+  text: string;
+  sha: string;
+}
+
+export function redisScript(text: string): RedisScript {
+  return { text, sha: createHash('sha1').update(text).digest('hex') };
+}
+
+/**
+ * EVALSHA, and EVAL when this Redis does not know the script yet (first use, a restart, a new
+ * master after a failover): one command per call, however many keys the script touches.
+ */
+export async function runScript(redis: RedisClient, script: RedisScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+  try {
+    return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return redis.eval(script.text, keys.length, ...keys, ...args);
   }
 }

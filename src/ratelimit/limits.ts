@@ -1,6 +1,6 @@
 // Every named rate limit of the service (DESIGN 6), in one place: its budget and its key.
 // Fixed windows in Redis, shared by every instance: `hit` counts one attempt against one or more
-// limits in one MULTI (INCR + PEXPIRE NX + PTTL each) and answers 429 `rate_limited` with
+// limits in one script (INCR + PEXPIRE NX + PTTL each) and answers 429 `rate_limited` with
 // Retry-After when any is spent. There is no check-then-increment: an attempt is counted before
 // the work it guards, and `refund` gives it back when it turned out not to count (a right
 // password), so concurrent attempts can never all pass a check that only one should.
@@ -10,7 +10,7 @@
 // them. Not callable inside a database transaction (see src/services.ts), but for the one a keyed
 // request runs in, which asks for it.
 import type { SettingKey, SettingOf } from '../config/settings-catalog';
-import type { RedisClient } from '../platform/redis';
+import { redisScript, runScript, type RedisClient } from '../platform/redis';
 import { rateLimited } from '../errors';
 import { ipBucket } from './ip-ceiling';
 
@@ -69,6 +69,17 @@ export interface LimitState {
   retryAfterSeconds: number;
 }
 
+// Per key (KEYS[i], its window in ms ARGV[i]): INCR, PEXPIRE NX (the window starts with its first
+// attempt), PTTL. A script, not a MULTI of 3 commands per key: one command to build, send and
+// parse on our side, atomic on Redis's all the same.
+const COUNT = redisScript(`local out = {}
+for i, key in ipairs(KEYS) do
+  out[2 * i - 1] = redis.call('INCR', key)
+  redis.call('PEXPIRE', key, ARGV[i], 'NX')
+  out[2 * i] = redis.call('PTTL', key)
+end
+return out`);
+
 export class Limits {
   /**
    * `keyPrefix`: the deployment's Redis prefix; `settings`: where the budgets are read, at each
@@ -98,15 +109,11 @@ export class Limits {
   /** Counts one attempt against each limit, without throwing. */
   async count(attempts: Attempt[]): Promise<LimitState[]> {
     this.assertOutsideTransaction();
-    const multi = this.redis.multi();
-    for (const a of attempts) {
-      const key = this.key(a);
-      multi.incr(key).pexpire(key, this.budget(a.limit).windowSeconds * 1000, 'NX').pttl(key);
-    }
-    const result = await multi.exec();
+    const budgets = attempts.map((a) => this.budget(a.limit));
+    const result = (await runScript(this.redis, COUNT, attempts.map((a) => this.key(a)), budgets.map((b) => b.windowSeconds * 1000))) as number[];
     return attempts.map((a, i) => {
-      const state = this.state(a.limit, result?.[i * 3]?.[1], result?.[i * 3 + 2]?.[1]);
-      this.report?.counted(a.limit, this.budget(a.limit), state.count, state.retryAfterSeconds);
+      const state = this.state(budgets[i]!, result[i * 2], result[i * 2 + 1]);
+      this.report?.counted(a.limit, budgets[i]!, state.count, state.retryAfterSeconds);
       return state;
     });
   }
@@ -118,8 +125,9 @@ export class Limits {
     const result = await this.redis.multi().get(key).pttl(key).exec();
     const count = Number(result?.[0]?.[1] ?? 0);
     // peek counts nothing: spent once the window already holds `max` attempts.
-    const state = this.state(attempt.limit, count + 1, result?.[1]?.[1]);
-    this.report?.counted(attempt.limit, this.budget(attempt.limit), count, state.retryAfterSeconds);
+    const budget = this.budget(attempt.limit);
+    const state = this.state(budget, count + 1, result?.[1]?.[1]);
+    this.report?.counted(attempt.limit, budget, count, state.retryAfterSeconds);
     return state;
   }
 
@@ -148,8 +156,7 @@ export class Limits {
     await this.redis.del(...keys);
   }
 
-  private state(limit: LimitName, rawCount: unknown, rawTtl: unknown): LimitState {
-    const budget = this.budget(limit);
+  private state(budget: Budget, rawCount: unknown, rawTtl: unknown): LimitState {
     const count = Number(rawCount ?? 0);
     const ttlMs = Number(rawTtl ?? -1);
     return {

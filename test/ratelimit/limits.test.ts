@@ -1,6 +1,7 @@
 // Named rate limits against the real Redis: hit counts and refuses past the budget (429 with
 // Retry-After), peek reads without counting, refund gives one attempt back, reset forgets the
-// window; and none of them run on a transaction's services.
+// window, several limits count in one call (a script Redis may not know yet); and none of them
+// run on a transaction's services.
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/config';
 import { createRedis } from '../../src/platform/redis';
@@ -43,4 +44,26 @@ it('refund gives one attempt back; reset forgets them all', async () => {
 it('refuses to run inside a database transaction', async () => {
   const inTransaction = new Limits(redis, config.redisPrefix, settings, true);
   await expect(inTransaction.hit({ limit: 'step_up.user', subject: 'usr_c' })).rejects.toThrow(/inside a database transaction/);
+});
+
+it('counts several limits in one call, each key expiring with its own window from its first attempt', async () => {
+  const email = { limit: 'password_forgot.email' as const, subject: 'someone@example.com' }; // 15 minutes
+  const ip = { limit: 'login.ip' as const, subject: '203.0.113.7' }; // 1 minute
+  const [a, b] = await limits.hit(email, ip);
+  expect(a).toMatchObject({ count: 1, spent: false });
+  expect(b).toMatchObject({ count: 1, spent: false });
+  const keys = await redis.keys(`${config.redisPrefix}rl:*`);
+  const ttl = async (limit: string) => redis.pttl(keys.find((k) => k.includes(`:${limit}:`))!);
+  expect(await ttl('password_forgot.email')).toBeGreaterThan(14 * 60_000);
+  expect(await ttl('login.ip')).toBeGreaterThan(0);
+  expect(await ttl('login.ip')).toBeLessThanOrEqual(60_000);
+  await redis.pexpire(keys.find((k) => k.includes(':login.ip:'))!, 5_000);
+  expect((await limits.hit(ip))[0]).toMatchObject({ count: 2, retryAfterSeconds: 5 }); // a later attempt keeps the window's end
+});
+
+it('counts on a Redis that does not know the script yet (restarted, or a new master after a failover)', async () => {
+  const attempt = { limit: 'step_up.user' as const, subject: 'usr_d' };
+  await limits.hit(attempt);
+  await redis.script('FLUSH');
+  expect((await limits.hit(attempt))[0]).toMatchObject({ count: 2 });
 });
