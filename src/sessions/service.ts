@@ -1,5 +1,6 @@
 // Sessions: created at sign-in, resolved on every request, listed and revoked by their owner,
-// revoked in bulk by password changes and account deletion. Audit events in the same transaction.
+// revoked in bulk by password changes and account deletion. Audit events in the same transaction
+// (or, for a new session, the same statement).
 import type { AuditEventInput, RequestMeta } from '../audit/service';
 import type { Scope } from '../platform/scope';
 import type { RuntimeSettings } from '../settings/runtime';
@@ -35,13 +36,10 @@ export class SessionService {
   }
 
   /**
-   * A new session for the user (the caller writes the sign-in's audit event in the same
-   * transaction). Its `expiresAt` is when it ends if it is not used: the idle expiry, unless the
-   * absolute one comes first.
-   */
-  /**
-   * A new session and the audit event `event` makes of it (its id is the event's target), in one
-   * statement: the event commits with the session, inside a transaction or without one.
+   * A new session for the user and the audit event `event` makes of it (its id is the event's
+   * target), in one statement: the event commits with the session, inside a transaction or without
+   * one. Its `expiresAt` is when it ends if it is not used: the idle expiry, unless the absolute
+   * one comes first.
    */
   async start(
     input: { userId: string; transport: Transport; ip?: string | null; userAgent?: string | null; identityId?: string | null },

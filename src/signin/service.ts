@@ -1,9 +1,10 @@
 // Signing in, in one place (DESIGN 2). Every way in — password (and registration), passkey, both
 // social providers (src/social calls `afterFirstFactor`) and the second factor of a challenge —
-// ends in `startSession`: the session row and `auth.login.succeeded`, in the transaction of the
-// factor's use. A first factor for a user with a second factor ends in a challenge instead
-// (src/sessions/challenges.ts). The HTTP edge turns an IssuedSession into the cookie or the token
-// (handlers/auth/views.ts). Rate limits and bcrypt run before a transaction opens.
+// ends in `startSession`: the session row and `auth.login.succeeded` in one statement, in the
+// transaction of the factor's use when there is one. A first factor for a user with a second
+// factor ends in a challenge instead (src/sessions/challenges.ts). The HTTP edge turns an
+// IssuedSession into the cookie or the token (handlers/auth/views.ts). Rate limits and bcrypt run
+// before a transaction opens.
 import type { Scope } from '../platform/scope';
 import type { AuditService, RequestMeta } from '../audit/service';
 import type { Limits } from '../ratelimit/limits';
@@ -107,18 +108,15 @@ export class SignInService {
   ): Promise<SignInOutcome> {
     if (user.disabled) throw accountErrors.accountDisabled();
     const state = input.secondFactors ?? (await this.s.mfa.state(user.id));
-    const session = (tx: Deps): Promise<SignInOutcome> =>
-      this.startSession(tx, user.id, { method: input.firstFactor, transport: input.transport, identityId: input.identityId, data: input.data }, meta).then((session) => ({
-        kind: 'session',
-        user: accountView(user, state),
-        session,
-        transport: input.transport,
-      }));
+    const withSession = async (tx: Deps): Promise<SignInOutcome> => {
+      const session = await this.startSession(tx, user.id, { method: input.firstFactor, transport: input.transport, identityId: input.identityId, data: input.data }, meta);
+      return { kind: 'session', user: accountView(user, state), session, transport: input.transport };
+    };
     // The usual sign-in writes one statement (the session with its event): no transaction.
-    if (!state.enabled && !alsoInTransaction) return session(this.s);
+    if (!state.enabled && !alsoInTransaction) return withSession(this.s);
     return this.s.transaction(async (tx) => {
       await alsoInTransaction?.(tx);
-      if (!state.enabled) return session(tx);
+      if (!state.enabled) return withSession(tx);
       const { token, expiresAt } = await tx.challenges.open({ userId: user.id, firstFactor: input.firstFactor, transport: input.transport, identityId: input.identityId ?? null });
       const methods = methodsOf(state);
       await tx.audit.record({ action: 'auth.login.mfa_required', actor: userActor(user.id), target: { kind: 'user', id: user.id }, data: { method: input.firstFactor, methods, ...input.data }, meta });
@@ -215,7 +213,7 @@ export class SignInService {
     });
   }
 
-  /** The one place a session begins: its row and `auth.login.succeeded`, in the caller's transaction. */
+  /** The one place a session begins: its row and `auth.login.succeeded`, in one statement (in the caller's transaction, if any). */
   private startSession(
     tx: Deps,
     userId: string,
