@@ -31,7 +31,8 @@ export class Haproxy {
   ) {}
 
   /**
-   * Starts haproxy balancing `backends` and waits until it accepts connections. The servers'
+   * Starts haproxy balancing `backends` and waits until it accepts connections (and its admin
+   * socket exists). The servers'
    * states start as haproxy finds them (an instance not ready yet is DOWN): see `waitForStatus`.
    */
   static async start(backends: Backend[], opts: HaproxyOptions = {}): Promise<Haproxy> {
@@ -45,7 +46,9 @@ export class Haproxy {
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (proxy.output += d));
     proxy.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     const deadline = Date.now() + 10_000;
-    while (!(await accepts(proxy.port))) {
+    // The admin socket too: haproxy may accept on the frontend a moment before it creates the
+    // socket (CI once read the servers' states in that moment: connect ENOENT admin.sock).
+    while (!(await accepts(proxy.port)) || !fs.existsSync(proxy.socketPath)) {
       if (child.exitCode !== null || Date.now() > deadline) throw new Error(`haproxy did not start:\n${proxy.output}`);
       await new Promise((r) => setTimeout(r, 50));
     }
