@@ -95,6 +95,7 @@ interface BcryptResult {
   p50_ms: number;
   p99_ms: number;
   threadpool: number;
+  cpu_us_per_op: number;
 }
 
 function runBcrypt(seconds: number, concurrency: number): Promise<BcryptResult> {
@@ -223,7 +224,7 @@ async function main(): Promise<void> {
       }
       const b = await runBcrypt(opts.duration, opts.loginConnections);
       bcryptRuns.push(b);
-      console.log(`    ${`bare bcrypt.compare, cost ${BCRYPT_COST}`.padEnd(34)} ${b.ops_per_s.toFixed(1).padStart(8)} ops/s  p50 ${b.p50_ms.toFixed(1)} ms  p99 ${b.p99_ms.toFixed(1)} ms  (${opts.loginConnections} in flight, thread pool ${b.threadpool})`);
+      console.log(`    ${`bare bcrypt.compare, cost ${BCRYPT_COST}`.padEnd(34)} ${b.ops_per_s.toFixed(1).padStart(8)} ops/s  p50 ${b.p50_ms.toFixed(1)} ms  p99 ${b.p99_ms.toFixed(1)} ms  CPU ${b.cpu_us_per_op.toFixed(0)} µs/op  (${opts.loginConnections} in flight, thread pool ${b.threadpool})`);
       const rps = (k: Target) => got.get(k)!.rps;
       roundRatios.ping.push(rps(t.ping) / rps(t.express));
       roundRatios.me.push(rps(t.me) / rps(t.expressMe));
@@ -250,7 +251,7 @@ async function main(): Promise<void> {
     console.log(line(r.expressMe, `the ceiling (${ratio('expressMeVsNode').toFixed(2)}× node:http)`));
     console.log(line(r.me, `${ratio('me').toFixed(2)}× bare Express   (aim ≥ ${AIMS.vsExpress})${meNote}`));
     console.log(line(r.login, `${ratio('login').toFixed(2)}× bare bcrypt    (aim ≥ ${AIMS.loginVsBcrypt})${loginNote}`));
-    console.log(`${`bare bcrypt.compare (cost ${BCRYPT_COST})`.padEnd(36)} ${fmtRate(bcrypt.ops_per_s).padStart(9)} ${bcrypt.p50_ms.toFixed(2).padStart(8)} ${bcrypt.p99_ms.toFixed(2).padStart(8)} ${''.padStart(10)}  ops/s: the login ceiling`);
+    console.log(`${`bare bcrypt.compare (cost ${BCRYPT_COST})`.padEnd(36)} ${fmtRate(bcrypt.ops_per_s).padStart(9)} ${bcrypt.p50_ms.toFixed(2).padStart(8)} ${bcrypt.p99_ms.toFixed(2).padStart(8)} ${bcrypt.cpu_us_per_op.toFixed(0).padStart(10)}  ops/s: the login ceiling (CPU: its threads')`);
     for (const row of Object.values(r)) if (row.errors > 0) console.log(`WARNING: ${row.label}: ${row.errors} socket errors or non-2xx answers over the rounds`);
 
     const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
