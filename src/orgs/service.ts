@@ -58,8 +58,8 @@ export class OrgService {
     return scope.transaction(async (tx) => {
       // Sets the acting user and organisation for row-level security, like actingAs, in the same round trip.
       const found = await store.enterOrg(tx.db, userId, orgId, options.lock ?? false);
-      this.admit(found && { role: found.role, deletedAt: found.org.deletedAt }, action, options.includeDeleted);
-      return fn({ tx, org: found!.org, role: found!.role });
+      this.admit(found, action, options.includeDeleted);
+      return fn({ tx, org: found!, role: found!.role });
     });
   }
 
@@ -117,8 +117,8 @@ export class OrgService {
   /** One round trip, no explicit transaction: app_enter_org reads the membership itself (what inOrg does first). */
   async get(caller: Caller, orgId: string): Promise<OrgView> {
     const found = await store.enterOrg(this.s.db, caller.userId, orgId, false);
-    this.admit(found && { role: found.role, deletedAt: found.org.deletedAt }, 'org.read', true);
-    return found!.org;
+    this.admit(found, 'org.read', true);
+    return found!;
   }
 
   /** PATCH /v1/orgs/{orgId}: `org.renamed` when something changed. */

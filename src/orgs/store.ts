@@ -72,9 +72,9 @@ const ENTER_ORG = prepared('orgs.enter', 'select * from app_enter_org($1, $2, $3
  * organisation for row-level security and answers the organisation with the user's role (null for
  * a non-member), in one round trip. `lock`: FOR UPDATE of the organisation row.
  */
-export async function enterOrg(trx: Db, userId: string, orgId: string, lock: boolean): Promise<{ org: OrgRow & { role: Role }; role: Role } | null> {
+export async function enterOrg(trx: Db, userId: string, orgId: string, lock: boolean): Promise<(OrgRow & { role: Role }) | null> {
   const [row] = await runPrepared<OrgRoleRecord>(trx, ENTER_ORG, [userId, orgId, lock]);
-  return row ? { org: toOrg(row), role: row.role } : null;
+  return row ? toOrg(row) : null;
 }
 
 /** The organisation with the user's role in it, or null when the user is not a member. */
