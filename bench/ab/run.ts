@@ -5,8 +5,9 @@
 // CPU, one at a time.
 //
 //   npm run bench:ab -- --base <commit> [--route login|me|ping] [--bcrypt-cost 4] [--rounds 5]
-//                       [--duration 5] [--warmup 2] [--connections 8]
+//                       [--duration 5] [--warmup 2] [--connections 8] [--profile]
 //
+// --profile: after the rounds, a CPU profile of the working tree's build under the same load.
 // Login at a low bcrypt cost (the default 4: ~1 ms a compare instead of ~45) measures what a
 // sign-in costs besides bcrypt; at cost 10 the compare hides it (bench:http measures that ratio).
 import fs from 'node:fs';
@@ -17,8 +18,8 @@ import { randomBytes } from 'node:crypto';
 import { openScratch } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuMs, cpuPinning, pinByDefault, stopProcess, type Server } from '../processes';
-import { checkWrk, runWrk, wrkSummary } from '../wrk';
-import { buildService, startService } from '../service';
+import { checkWrk, runWrk, wrkRate, wrkSummary } from '../wrk';
+import { buildService, profileService, startService } from '../service';
 import { projectRoot } from '../../src/config';
 import { seedBenchUser } from '../http/seed';
 
@@ -33,6 +34,7 @@ interface Options {
   duration: number;
   warmup: number;
   connections: number;
+  profile: boolean;
 }
 
 const PASSWORD = 'correct horse battery staple';
@@ -62,9 +64,10 @@ function buildCommit(commit: string): { mainJs: string; remove(): void } {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
-  const usage = 'usage: npm run bench:ab -- --base <commit> [--route login|me|ping] [--bcrypt-cost 4] [--rounds 5] [--duration 5] [--warmup 2] [--connections 8]';
-  const opts = parseOptions<Options>(process.argv.slice(2), { base: '', route: 'login', bcryptCost: 4, rounds: 5, duration: 5, warmup: 2, connections: 8 }, {
+  const usage = 'usage: npm run bench:ab -- --base <commit> [--route login|me|ping] [--bcrypt-cost 4] [--rounds 5] [--duration 5] [--warmup 2] [--connections 8] [--profile]';
+  const opts = parseOptions<Options>(process.argv.slice(2), { base: '', route: 'login', bcryptCost: 4, rounds: 5, duration: 5, warmup: 2, connections: 8, profile: false }, {
     usage,
+    switches: { '--profile': (o) => (o.profile = true) },
     numbers: { '--bcrypt-cost': 'bcryptCost', '--rounds': 'rounds', '--duration': 'duration', '--warmup': 'warmup', '--connections': 'connections' },
     values: {
       '--base': { needs: 'a commit', set: (o, v) => (o.base = v) },
@@ -88,10 +91,11 @@ async function main() {
     }[opts.route];
     // Login uses libuv's threads for bcrypt: not pinned, as in bench:http.
     const cpu = opts.route === 'login' ? null : serverCpu;
-    const start = (name: string, mainJs: string) =>
+    const start = (name: string, mainJs: string, nodeFlags: string[] = []) =>
       startService(name, {
         mainJs,
         cpu,
+        nodeFlags,
         sessionSecret: randomBytes(32).toString('base64url'),
         databaseUrl: dbUrl,
         redisUrl: scratch.redisUrl,
@@ -134,6 +138,15 @@ async function main() {
       console.log(`  ${name.padEnd(13)} ${median(r.rps).toFixed(1).padStart(9)} req/s  p99 ${median(r.p99).toFixed(1).padStart(7)} ms  CPU ${median(r.cpu).toFixed(0).padStart(6)} µs/req`);
     }
     console.log(`  working tree / base: ${median(ratios).toFixed(3)}× req/s (rounds: ${ratios.map((x) => x.toFixed(3)).join(', ')})`);
+    if (opts.profile) {
+      await profileService({
+        profileDir: scratch.profileDir,
+        start: (nodeFlags) => start('working tree (profiled)', builds['working tree'], nodeFlags),
+        warmUp: (server) => runWrk({ url: `${server.url}${target.path}`, connections: opts.connections, cpu: wrkCpu, ...target }, opts.warmup),
+        load: (server) => runWrk({ url: `${server.url}${target.path}`, connections: opts.connections, cpu: wrkCpu, ...target }, opts.duration),
+        heading: (r) => `\nCPU profile of the working tree under ${opts.route} (${wrkRate(r).toFixed(0)} req/s while profiled; load phase only; the thread pool's CPU is not in it):`,
+      });
+    }
   } finally {
     await scratch.cleanup();
     base.remove();
