@@ -76,6 +76,8 @@ export interface MeasuredRow {
   rps: number;
   /** CPU time of the server process (all its threads) per request: steadier than req/s when other load shares the machine. */
   cpuUs: number;
+  /** CPU time of the scratch database's PostgreSQL backends per request (NaN when not measured). */
+  pgCpuUs: number;
   p50ms: number;
   p99ms: number;
   requests: number;
@@ -83,15 +85,21 @@ export interface MeasuredRow {
   note?: string;
 }
 
-/** One wrk run against `t`, with the server's CPU time per request (0 where /proc cannot be read). */
-export async function runMeasured(t: MeasuredTarget, seconds: number): Promise<MeasuredRow> {
+/**
+ * One wrk run against `t`, with the server's CPU time per request (0 where /proc cannot be read)
+ * and, given `postgres` (a scratch's `postgresCpu`), its database backends'.
+ */
+export async function runMeasured(t: MeasuredTarget, seconds: number, postgres?: () => Promise<() => Promise<number>>): Promise<MeasuredRow> {
+  const postgresUsed = await postgres?.();
   const before = cpuMs(t.pid, 0);
   const r = await runWrk(t, seconds);
-  return { label: t.label, cpuUs: ((cpuMs(t.pid, 0) - before) * 1000) / Math.max(1, r.requests), ...wrkSummary(r) };
+  const perRequest = (ms: number) => (ms * 1000) / Math.max(1, r.requests);
+  const cpuUs = perRequest(cpuMs(t.pid, 0) - before);
+  return { label: t.label, cpuUs, pgCpuUs: postgresUsed ? perRequest(await postgresUsed()) : Number.NaN, ...wrkSummary(r) };
 }
 
 export function printMeasured(r: MeasuredRow, labelWidth: number): void {
   console.log(
-    `    ${r.label.padEnd(labelWidth)} ${fmtRate(r.rps).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  CPU ${r.cpuUs.toFixed(0)} µs/req${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`,
+    `    ${r.label.padEnd(labelWidth)} ${fmtRate(r.rps).padStart(8)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  CPU ${r.cpuUs.toFixed(0)} µs/req${Number.isNaN(r.pgCpuUs) ? '' : `, Postgres ${r.pgCpuUs.toFixed(0)} µs/req`}${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`,
   );
 }

@@ -8,13 +8,25 @@
 //   GET /v1/orgs/{orgId}           lookup; app_enter_org (src/orgs/store.ts), one statement
 //   GET /v1/orgs/{orgId}/projects  lookup; app_org_projects (src/projects/store.ts), one statement
 //   GET /ops/audit                 lookup (an operator's bearer session); the first page (src/audit/store.ts)
+//   POST /v1/auth/login            (Express only) both login limits counted by the same Redis script
+//                                  (src/ratelimit/limits.ts); the user with its second factors
+//                                  (src/accounts/store.ts); bcrypt over the same pre-hash; the session
+//                                  and auth.login.succeeded in one statement (src/sessions/store.ts)
 //
 // node.ts serves them on node:http, express.ts on Express 5 routes: the two ceilings a request of
 // the service is compared with. The statement texts are what knex generates for those calls.
 //
-// Environment: BARE_DATABASE_URL (no database routes without it), BARE_POOL_MAX (10).
+// Environment: BARE_DATABASE_URL (no database routes without it), BARE_POOL_MAX (10),
+// BARE_REDIS_URL and BARE_REDIS_PREFIX (login's limits), BARE_BCRYPT_COST (the unknown email's hash).
 import pg from 'pg';
+import { Redis } from 'ioredis';
 import { hashToken, looksLikeToken } from '../../src/sessions/tokens';
+import { hashPassword, verifyPassword } from '../../src/accounts/passwords';
+import { FIND_USER_FOR_SIGN_IN } from '../../src/accounts/store';
+import { COUNT_ATTEMPTS } from '../../src/ratelimit/limits';
+import { runScript } from '../../src/platform/redis';
+import { INSERT_SESSION_AUDITED, newSession } from '../../src/sessions/store';
+import { eventValues } from '../../src/audit/store';
 import { ENTER_ORG, FIND_LIVE_SESSION, FIND_LIVE_SESSION_WITH_SECOND_FACTORS, LIST_ORGS, LIST_PROJECTS_AS_MEMBER } from '../orgs/sql';
 
 const LIMIT = 50;
@@ -29,7 +41,12 @@ export type Answer = [number, unknown];
 let pool: pg.Pool | undefined;
 const db = () =>
   (pool ??= new pg.Pool({ connectionString: process.env.BARE_DATABASE_URL, max: Number(process.env.BARE_POOL_MAX ?? 10), idleTimeoutMillis: 30_000 }));
-export const closePool = () => pool?.end();
+let redis: Redis | undefined;
+const kv = () => (redis ??= new Redis(process.env.BARE_REDIS_URL ?? 'redis://127.0.0.1:6379'));
+export const closePool = async () => {
+  redis?.disconnect();
+  await pool?.end();
+};
 
 const iso = (d: Date) => d.toISOString();
 /* eslint-disable @typescript-eslint/no-explicit-any -- rows of known statements, mapped field by field as the service does */
@@ -127,6 +144,37 @@ export async function listProjects(authorization: string | undefined, orgId: str
   const rows = (await db().query({ ...LIST_PROJECTS_AS_MEMBER, values: [session.id, orgId, before, LIMIT + 1] })).rows;
   if (!rows.length || rows[0].org_deleted_at) return NOT_FOUND;
   return [200, listBody(rows.filter((r) => r.id !== null), projectBody)];
+}
+
+const ABSOLUTE_LIFETIME_SECONDS = 90 * 24 * 3600; // SESSION_ABSOLUTE_LIFETIME_SECONDS default
+const LOGIN_WINDOW_MS = 60_000;
+let unknownEmailHash: Promise<string> | undefined;
+
+/** A password sign-in of a user without a second factor, bearer transport. */
+export async function login(body: unknown, ip: string, userAgent: string | null): Promise<Answer> {
+  const { email, password } = (body ?? {}) as { email?: unknown; password?: unknown };
+  if (typeof email !== 'string' || typeof password !== 'string') return [422, { code: 'validation_failed' }];
+  const address = email.trim().toLowerCase();
+  const prefix = process.env.BARE_REDIS_PREFIX ?? 'bare:';
+  const counts = (await runScript(kv(), COUNT_ATTEMPTS, [`${prefix}rl:login.ip:${ip}`, `${prefix}rl:login.email:${address}`], [LOGIN_WINDOW_MS, LOGIN_WINDOW_MS])) as number[];
+  if (counts.length !== 4) return [503, { code: 'unavailable' }];
+  const user = (await db().query({ ...FIND_USER_FOR_SIGN_IN, values: [address] })).rows[0];
+  unknownEmailHash ??= hashPassword('nobody knows this', Number(process.env.BARE_BCRYPT_COST ?? 10));
+  const matches = await verifyPassword(password, user?.password_hash ?? (await unknownEmailHash));
+  if (!user || !matches) return [401, { code: 'invalid_credentials' }];
+  if (user.disabled_at) return [403, { code: 'account_disabled' }];
+  const now = new Date();
+  const { session, values } = newSession({ userId: user.id, transport: 'bearer', ip, userAgent }, { absoluteLifetimeSeconds: ABSOLUTE_LIFETIME_SECONDS }, now);
+  const event = eventValues({
+    action: 'auth.login.succeeded',
+    actor: { kind: 'user', id: user.id },
+    target: { kind: 'session', id: session.id },
+    data: { method: 'password', transport: 'bearer' },
+    meta: { ip, userAgent, requestId: null },
+  });
+  await db().query({ ...INSERT_SESSION_AUDITED, values: [...values, ...event] });
+  const expiresAt = new Date(Math.min(session.expiresAt.getTime(), now.getTime() + IDLE_TIMEOUT_MS));
+  return [200, { mfa_required: false, user: userBody(user), session: { id: session.id, expires_at: iso(expiresAt) }, token: session.token }];
 }
 
 /** The first page of the audit log, for an operator. */

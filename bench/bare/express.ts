@@ -14,6 +14,7 @@ app.get('/v1/orgs/:orgId/projects', async (req, res) => {
   const cursor = typeof req.query.cursor === 'string' ? req.query.cursor : undefined;
   send(res, await answers.listProjects(req.headers.authorization, req.params.orgId, cursor));
 });
+app.post('/v1/auth/login', express.json(), async (req, res) => send(res, await answers.login(req.body, req.ip ?? 'unknown', req.get('user-agent') ?? null)));
 app.get('/ops/audit', async (req, res) => send(res, await answers.listAudit(req.headers.authorization)));
 
 const server = app.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {

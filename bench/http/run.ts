@@ -1,8 +1,10 @@
 // Requests per second and p50/p99 latency of a running instance of our service (built, started
 // as a child process) for GET /v1/ping, authenticated GET /v1/auth/me (bearer) and
 // POST /v1/auth/login, beside a bare Express 5 + pg server (the ceiling: bench/bare/express.ts, the
-// same ping and the same session SQL for /me) and a bare node:http one (what Express itself
-// costs), and bare bcrypt.compare at the same cost — each in its own process, in the same run.
+// same ping, the same session SQL for /me, and for login the same statements, Redis script and
+// bcrypt compare) and a bare node:http one (what Express itself costs), and bare bcrypt.compare at
+// the same cost (login's aim) — each in its own process, in the same run. Beside each rate: the
+// CPU per request of the server process and of the scratch database's PostgreSQL backends.
 // What metrics cost is measured by `npm run bench:metrics` (instructions, not throughput).
 //
 //   npm run bench:http -- [--duration 5] [--warmup 2] [--connections 50] [--login-connections 8]
@@ -148,12 +150,19 @@ async function main(): Promise<void> {
     // The baselines send the session lookup as the service's application role (prepared by the
     // service's start), with its pool size.
     const bareConfig = loadConfig({ NODE_ENV: 'test', DATABASE_URL: dbUrl });
-    const bareEnv = { BARE_DATABASE_URL: await connectionString(appDatabase(bareConfig, dbUrl)), BARE_POOL_MAX: String(bareConfig.databasePoolMax) };
-    const startBare = (name: string, file: string) => startBareServer(name, path.join(__dirname, '../bare', file), serverCpu, bareEnv);
-    // Login is measured on an unpinned instance: taskset pins every thread of a process, and
+    const bareEnv = {
+      BARE_DATABASE_URL: await connectionString(appDatabase(bareConfig, dbUrl)),
+      BARE_POOL_MAX: String(bareConfig.databasePoolMax),
+      BARE_REDIS_URL: redisUrl,
+      BARE_REDIS_PREFIX: `${prefix}bare:`,
+      BARE_BCRYPT_COST: String(BCRYPT_COST),
+    };
+    const startBare = (name: string, file: string, cpu = serverCpu) => startBareServer(name, path.join(__dirname, '../bare', file), cpu, bareEnv);
+    // Login is measured on unpinned instances: taskset pins every thread of a process, and
     // bcrypt runs on libuv's thread pool, which should have both cores, as bare bcrypt does.
     const oursLogin = serverCpu === null ? ours : await startOurs('our service (unpinned, for login)', null);
     const express = await startBare('bare Express 5 + pg', 'express.ts');
+    const expressLogin = serverCpu === null ? express : await startBare('bare Express 5 + pg (unpinned, for login)', 'express.ts', null);
     const bare = await startBare('bare node:http + pg', 'node.ts');
 
     // What the endpoints answer before the load (a non-200 is reported beside the numbers).
@@ -162,6 +171,9 @@ async function main(): Promise<void> {
     const loginProbe = await fetch(`${oursLogin.url}/v1/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: loginBody });
     const loginStatus = loginProbe.status;
     await loginProbe.arrayBuffer();
+    const bareLogin = await fetch(`${expressLogin.url}/v1/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: loginBody });
+    if (bareLogin.status !== 200) throw new Error(`bare Express login answered ${bareLogin.status}: ${await bareLogin.text()}`);
+    await bareLogin.arrayBuffer();
 
     console.log(
       `\nHTTP benchmark: node ${process.version}, ${cpus} CPUs (${os.cpus()[0]?.model ?? '?'}, load average ${os.loadavg()[0]!.toFixed(1)}), wrk -t1 -c${opts.connections} (login -c${opts.loginConnections}), ` +
@@ -188,6 +200,7 @@ async function main(): Promise<void> {
       me: target('ours            GET /v1/auth/me', ours, '/v1/auth/me', { auth: meHeaders.Authorization }),
       // Login and bcrypt use the thread pool on every core: neither is pinned.
       login: target('ours            POST /v1/auth/login', oursLogin, '/v1/auth/login', { method: 'POST', body: loginBody, connections: opts.loginConnections, cpu: null }),
+      expressLogin: target('bare Express 5  POST /v1/auth/login', expressLogin, '/v1/auth/login', { method: 'POST', body: loginBody, connections: opts.loginConnections, cpu: null }),
     };
 
     // Database round trips: sequential requests, counted by pg_stat_database (the scratch database is ours alone).
@@ -203,21 +216,21 @@ async function main(): Promise<void> {
     const meOwnXacts = meXacts - pingXacts;
     console.log(`    GET /v1/ping ${pingXacts.toFixed(3)} (the instance's background work), GET /v1/auth/me ${meXacts.toFixed(3)}: ${meOwnXacts.toFixed(3)} of its own\n`);
 
-    const order = [t.node, t.express, t.nodeMe, t.expressMe, t.ping, t.me, t.login];
+    const order = [t.node, t.express, t.nodeMe, t.expressMe, t.ping, t.me, t.expressLogin, t.login];
     if (opts.warmup > 0) {
       console.log(`warm-up: ${opts.warmup} s each`);
       for (const target of order) await runWrk(target, opts.warmup);
     }
     const rows = new Map<Target, Row[]>(order.map((target) => [target, []]));
     const bcryptRuns: BcryptResult[] = [];
-    const roundRatios = { ping: [] as number[], me: [] as number[], login: [] as number[], expressVsNode: [] as number[], expressMeVsNode: [] as number[] };
+    const roundRatios = { ping: [] as number[], me: [] as number[], login: [] as number[], loginVsExpress: [] as number[], expressLoginVsBcrypt: [] as number[], expressVsNode: [] as number[], expressMeVsNode: [] as number[] };
     for (let round = 1; round <= opts.rounds; round++) {
       console.log(`round ${round}/${opts.rounds}:`);
       // Rotate the order so that no target always runs first (or right after login's CPU burst).
       const rotated = rotate(order, round - 1);
       const got = new Map<Target, Row>();
       for (const target of rotated) {
-        const row = await runMeasured(target, opts.duration);
+        const row = await runMeasured(target, opts.duration, scratch.postgresCpu);
         rows.get(target)!.push(row);
         got.set(target, row);
         printRow(row);
@@ -229,6 +242,8 @@ async function main(): Promise<void> {
       roundRatios.ping.push(rps(t.ping) / rps(t.express));
       roundRatios.me.push(rps(t.me) / rps(t.expressMe));
       roundRatios.login.push(rps(t.login) / b.ops_per_s);
+      roundRatios.loginVsExpress.push(rps(t.login) / rps(t.expressLogin));
+      roundRatios.expressLoginVsBcrypt.push(rps(t.expressLogin) / b.ops_per_s);
       roundRatios.expressVsNode.push(rps(t.express) / rps(t.node));
       roundRatios.expressMeVsNode.push(rps(t.expressMe) / rps(t.nodeMe));
     }
@@ -240,18 +255,23 @@ async function main(): Promise<void> {
     const meNote = meStatus === 200 ? '' : ` — answered ${meStatus}`;
     const loginNote = loginStatus === 200 ? '' : ` — answered ${loginStatus}`;
 
-    const header = `${'target'.padEnd(36)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(10)}  ratio (median of the rounds' ratios)`;
+    const header = `${'target'.padEnd(36)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'node µs/req'.padStart(11)} ${'pg µs/req'.padStart(9)}  ratio (median of the rounds' ratios)`;
     const line = (row: Row, note: string) =>
-      `${row.label.padEnd(36)} ${fmtRate(row.rps).padStart(9)} ${row.p50ms.toFixed(2).padStart(8)} ${row.p99ms.toFixed(2).padStart(8)} ${row.cpuUs.toFixed(0).padStart(10)}  ${note}`;
-    console.log(`\nmedian of ${opts.rounds} round(s) of ${opts.duration} s (CPU: the server process's, PostgreSQL's not included):\n${header}\n${'-'.repeat(header.length + 8)}`);
+      `${row.label.padEnd(36)} ${fmtRate(row.rps).padStart(9)} ${row.p50ms.toFixed(2).padStart(8)} ${row.p99ms.toFixed(2).padStart(8)} ${row.cpuUs.toFixed(0).padStart(11)} ${row.pgCpuUs.toFixed(0).padStart(9)}  ${note}`;
+    console.log(
+      `\nmedian of ${opts.rounds} round(s) of ${opts.duration} s (CPU per request: "node" the server process's, all its threads; "pg" the scratch database's PostgreSQL backends'):\n${header}\n${'-'.repeat(header.length + 8)}`,
+    );
     console.log(line(r.node, 'what Express costs: see the next line'));
     console.log(line(r.express, `the ceiling (${ratio('expressVsNode').toFixed(2)}× node:http)`));
     console.log(line(r.ping, `${ratio('ping').toFixed(2)}× bare Express   (aim ≥ ${AIMS.vsExpress})`));
     console.log(line(r.nodeMe, 'the same session SQL'));
     console.log(line(r.expressMe, `the ceiling (${ratio('expressMeVsNode').toFixed(2)}× node:http)`));
     console.log(line(r.me, `${ratio('me').toFixed(2)}× bare Express   (aim ≥ ${AIMS.vsExpress})${meNote}`));
-    console.log(line(r.login, `${ratio('login').toFixed(2)}× bare bcrypt    (aim ≥ ${AIMS.loginVsBcrypt})${loginNote}`));
-    console.log(`${`bare bcrypt.compare (cost ${BCRYPT_COST})`.padEnd(36)} ${fmtRate(bcrypt.ops_per_s).padStart(9)} ${bcrypt.p50_ms.toFixed(2).padStart(8)} ${bcrypt.p99_ms.toFixed(2).padStart(8)} ${bcrypt.cpu_us_per_op.toFixed(0).padStart(10)}  ops/s: the login ceiling (CPU: its threads')`);
+    console.log(line(r.expressLogin, `the same statements and compare (${ratio('expressLoginVsBcrypt').toFixed(2)}× bare bcrypt)`));
+    console.log(line(r.login, `${ratio('login').toFixed(2)}× bare bcrypt    (aim ≥ ${AIMS.loginVsBcrypt}); ${ratio('loginVsExpress').toFixed(2)}× bare Express${loginNote}`));
+    console.log(
+      `${`bare bcrypt.compare (cost ${BCRYPT_COST})`.padEnd(36)} ${fmtRate(bcrypt.ops_per_s).padStart(9)} ${bcrypt.p50_ms.toFixed(2).padStart(8)} ${bcrypt.p99_ms.toFixed(2).padStart(8)} ${bcrypt.cpu_us_per_op.toFixed(0).padStart(11)} ${''.padStart(9)}  ops/s: the login ceiling (CPU: its threads')`,
+    );
     for (const row of Object.values(r)) if (row.errors > 0) console.log(`WARNING: ${row.label}: ${row.errors} socket errors or non-2xx answers over the rounds`);
 
     const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
@@ -264,7 +284,10 @@ async function main(): Promise<void> {
       `  GET /v1/auth/me   ${ratio('me').toFixed(2)}× → ${verdict(ratio('me') >= AIMS.vsExpress)}; ${p99Aim(r.me, r.expressMe)}; ${cpuVs(r.me, r.expressMe)}` +
         `; one database round trip: ${meOwnXacts.toFixed(2)} transactions/request → ${verdict(Math.abs(meOwnXacts - 1) < 0.02)}${meNote}`,
     );
-    console.log(`  login             ${ratio('login').toFixed(2)}× → ${verdict(ratio('login') >= AIMS.loginVsBcrypt)}${loginNote}`);
+    console.log(
+      `  login             ${ratio('login').toFixed(2)}× → ${verdict(ratio('login') >= AIMS.loginVsBcrypt)}${loginNote}; ` +
+        `bare Express with the same statements and compare: ${ratio('expressLoginVsBcrypt').toFixed(2)}× bare bcrypt, ours ${ratio('loginVsExpress').toFixed(2)}× it; ${cpuVs(r.login, r.expressLogin)}`,
+    );
     if (loadNow > cpus) console.log(`  note: load average ${loadNow.toFixed(1)} on ${cpus} CPUs — other processes competed for the CPU; rerun on a quiet machine for absolute numbers (the ratios are per round, so less affected)`);
 
     if (opts.profile) {

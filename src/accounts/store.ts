@@ -112,7 +112,7 @@ const FIND_USER_BY_EMAIL = prepared('users.find_by_email', `select ${USER_COLUMN
 
 // A password sign-in reads the second factors with the user: whether it ends in a session or a
 // challenge is known without a round trip of its own.
-const FIND_USER_FOR_SIGN_IN = prepared('users.find_for_sign_in', `select ${USER_COLUMNS.join(', ')}, ${SECOND_FACTOR_COLUMNS} from users u where email = $1`);
+export const FIND_USER_FOR_SIGN_IN = prepared('users.find_for_sign_in', `select ${USER_COLUMNS.join(', ')}, ${SECOND_FACTOR_COLUMNS} from users u where email = $1`);
 
 /** findUserByEmail, with the user's second factors. */
 export async function findUserForSignIn(db: Db, email: string): Promise<{ user: UserRow; secondFactors: MfaSummary } | null> {

@@ -35,7 +35,8 @@ const AUDIT_EVENT_INSERT = `insert into audit_events (id, action, actor_kind, ac
 const INSERT_AUDIT_EVENT = prepared('audit_events.insert', AUDIT_EVENT_INSERT);
 
 /** The event's row as AUDIT_EVENT_INSERT's parameters; the first is its new id. */
-function eventValues(event: AuditEventInput): unknown[] {
+/** The parameters of an event's insert (exported for the bare login baseline of bench:http). */
+export function eventValues(event: AuditEventInput): unknown[] {
   return [
     newId('aud'),
     event.action,

@@ -72,7 +72,7 @@ export interface LimitState {
 // Per key (KEYS[i], its window in ms ARGV[i]): INCR, PEXPIRE NX (the window starts with its first
 // attempt), PTTL. A script, not a MULTI of 3 commands per key: one command to build, send and
 // parse on our side, atomic on Redis's all the same.
-const COUNT = redisScript(`local out = {}
+export const COUNT_ATTEMPTS = redisScript(`local out = {}
 for i, key in ipairs(KEYS) do
   out[2 * i - 1] = redis.call('INCR', key)
   redis.call('PEXPIRE', key, ARGV[i], 'NX')
@@ -110,7 +110,7 @@ export class Limits {
   async count(attempts: Attempt[]): Promise<LimitState[]> {
     this.assertOutsideTransaction();
     const budgets = attempts.map((a) => this.budget(a.limit));
-    const result = (await runScript(this.redis, COUNT, attempts.map((a) => this.key(a)), budgets.map((b) => b.windowSeconds * 1000))) as number[];
+    const result = (await runScript(this.redis, COUNT_ATTEMPTS, attempts.map((a) => this.key(a)), budgets.map((b) => b.windowSeconds * 1000))) as number[];
     return attempts.map((a, i) => {
       const state = this.state(budgets[i]!, result[i * 2], result[i * 2 + 1]);
       this.report?.counted(a.limit, budgets[i]!, state.count, state.retryAfterSeconds);
