@@ -46,7 +46,7 @@ import { openScratch } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuMs, cpuPinning, pinByDefault, runForJsonLine, type Server } from '../processes';
 import { buildService, profileService, startBareServer, startService } from '../service';
-import { checkWrk, runWrk, wrkRate, wrkSummary, type WrkResult, type WrkTarget } from '../wrk';
+import { checkWrk, runMeasured, runWrk, wrkRate, wrkSummary, type MeasuredRow, type MeasuredTarget, type WrkResult } from '../wrk';
 import { fmtRate, median, medianRow, rotate } from '../rounds';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -114,31 +114,24 @@ function parseArgs(argv: string[]): Options {
   });
 }
 
-interface Target extends WrkTarget {
+interface Target extends MeasuredTarget {
   key: string;
-  label: string;
-  /** The server process, whose CPU time per request is reported beside the rate. */
-  pid: number;
   /** Operator endpoints: held to the p99 aim. */
   aim: boolean;
 }
 
-interface Row {
-  label: string;
-  rps: number;
-  p50ms: number;
-  p99ms: number;
-  /** CPU time of the server process per request. */
-  cpuUs: number;
-  requests: number;
-  errors: number;
-}
+type Row = MeasuredRow;
 
-const toRow = (label: string, r: WrkResult, cpuUsedMs: number): Row => ({ label, ...wrkSummary(r), cpuUs: (cpuUsedMs * 1000) / Math.max(1, r.requests) });
+const toRow = (label: string, r: WrkResult, cpuUsedMs: number, pgUsedMs: number): Row => ({
+  label,
+  ...wrkSummary(r),
+  cpuUs: (cpuUsedMs * 1000) / Math.max(1, r.requests),
+  pgCpuUs: (pgUsedMs * 1000) / Math.max(1, r.requests),
+});
 
 const line = (r: Row, note = '') =>
-  `${r.label.padEnd(46)} ${fmtRate(r.rps).padStart(8)} ${r.p50ms.toFixed(2).padStart(8)} ${r.p99ms.toFixed(2).padStart(8)} ${r.cpuUs.toFixed(0).padStart(10)}  ${note}${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`;
-const HEADER = `${'target'.padEnd(46)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(10)}`;
+  `${r.label.padEnd(46)} ${fmtRate(r.rps).padStart(8)} ${r.p50ms.toFixed(2).padStart(8)} ${r.p99ms.toFixed(2).padStart(8)} ${r.cpuUs.toFixed(0).padStart(11)} ${r.pgCpuUs.toFixed(0).padStart(9)}  ${note}${r.errors ? `  (${r.errors} errors or non-2xx!)` : ''}`;
+const HEADER = `${'target'.padEnd(46)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'node µs/req'.padStart(11)} ${'pg µs/req'.padStart(9)}`;
 
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
 
@@ -295,11 +288,7 @@ async function main(): Promise<void> {
       target('stats', 'GET /ops/audit/stats (30 days)', ours, statsPath, true),
       target('overview', 'GET /ops/jobs/overview', ours, '/ops/jobs/overview', true),
     ];
-    const measure = async (tg: Target): Promise<Row> => {
-      const before = cpuMs(tg.pid, 0);
-      const r = await runWrk(tg, opts.duration);
-      return toRow(tg.label, r, cpuMs(tg.pid, 0) - before);
-    };
+    const measure = (tg: Target): Promise<Row> => runMeasured(tg, opts.duration, scratch.postgresCpu);
 
     if (opts.warmup > 0) {
       console.log(`warm-up: ${opts.warmup} s each`);
@@ -337,9 +326,9 @@ async function main(): Promise<void> {
         const got: Partial<Record<'on' | 'off', Row>> = {};
         for (const phase of round % 2 === 1 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
           await setAudit(phase === 'on');
-          const before = { events: await logins(), cpu: cpuMs(oursLogin.child.pid!, 0) };
+          const before = { events: await logins(), cpu: cpuMs(oursLogin.child.pid!, 0), postgres: await scratch.postgresCpu() };
           const r = await runLoginWrk(loginUrl, opts.loginConnections, opts.duration, opts.loginUsers);
-          const row = toRow(`ours POST /v1/auth/login, audit ${phase.toUpperCase()}`, r, cpuMs(oursLogin.child.pid!, 0) - before.cpu);
+          const row = toRow(`ours POST /v1/auth/login, audit ${phase.toUpperCase()}`, r, cpuMs(oursLogin.child.pid!, 0) - before.cpu, await before.postgres());
           written[phase] += (await logins()) - before.events;
           loginRows[phase].push(row);
           got[phase] = row;
