@@ -3,6 +3,10 @@
 //
 //   npm run bench:jobs -- [--n 5000] [--batch 50] [--producers 1] [--warmup 2000] [--rounds 3] [--in-transaction] [--profile]
 //
+// Every round prints, for each side, the CPU per job of this process (both sides run in it), of
+// PostgreSQL and of Redis, and Redis's commands per job. --profile adds the statements' latencies
+// and a CPU profile of the last round.
+//
 // --in-transaction wraps each of our batches in an explicit transaction (BEGIN, INSERT, COMMIT), as
 // a request that enqueues inside its business transaction does; by default a batch is one INSERT
 // statement (its own transaction), as a bulk producer writes it.
@@ -146,35 +150,36 @@ async function main(): Promise<void> {
     const ours: Measurement[] = [];
     const bares: Measurement[] = [];
     const queries = opts.profile ? new QueryProfile() : null;
-    const proc = opts.profile ? new ProcessProfile() : null;
-    const servers = opts.profile ? new ServerCpu(probe, (serverRedis = new Redis(redisUrl))) : null;
+    // CPU per job of this process (both sides run in it, one after the other), PostgreSQL and Redis: every run.
+    const proc = new ProcessProfile();
+    const servers = new ServerCpu(probe, (serverRedis = new Redis(redisUrl)));
     for (let round = 1; round <= opts.rounds; round++) {
       // The CPU profile of our side in the last round only (the profiler's own cost stays out of the others).
       const cpu = opts.profile && round === opts.rounds ? new CpuProfile() : null;
       queries?.start();
-      const oursServers = await servers?.start();
-      proc?.start();
+      const oursServers = await servers.start();
+      proc.start();
       await cpu?.start();
       const o = await measureOurs(ctx, probe, opts);
       const cpuLines = await cpu?.stop(opts.n);
-      const oursProc = proc?.stop(opts.n, o.ms);
-      const oursServerLine = await oursServers?.(opts.n);
+      const oursProc = proc.stop(opts.n, o.ms);
+      const oursServerLine = await oursServers(opts.n);
       queries?.stop();
-      const bareServers = await servers?.start();
-      proc?.start();
+      const bareServers = await servers.start();
+      proc.start();
       const bareCpu = cpu ? new CpuProfile('bare') : null;
       await bareCpu?.start();
       const b = await bare(String(round), opts.n);
       const bareCpuLines = await bareCpu?.stop(opts.n);
-      const bareProc = proc?.stop(opts.n, b.ms);
-      const bareServerLine = await bareServers?.(opts.n);
+      const bareProc = proc.stop(opts.n, b.ms);
+      const bareServerLine = await bareServers(opts.n);
       ours.push(o);
       bares.push(b);
       console.log(
         `round ${round}: ours ${rate(o).toFixed(0)} jobs/s (enqueued in ${(o.enqueueMs / 1000).toFixed(2)} s), ` +
           `bare ${rate(b).toFixed(0)} jobs/s (added in ${(b.enqueueMs / 1000).toFixed(2)} s), ratio ${(rate(o) / rate(b)).toFixed(2)}`,
       );
-      if (proc) console.log(`  ours: ${oursProc}; ${oursServerLine}\n  bare: ${bareProc}; ${bareServerLine}`);
+      console.log(`  ours: ${oursProc}; ${oursServerLine}\n  bare: ${bareProc}; ${bareServerLine}`);
       if (o.split) console.log(`  ours per batch of ${opts.batch}: write ${o.split.writeMs.toFixed(2)} ms, hand-over ${o.split.handOverMs.toFixed(2)} ms (bare: addBulk ${((b.enqueueMs / b.n) * opts.batch).toFixed(2)} ms)`);
       if (queries && round === opts.rounds) {
         console.log(`\nPostgres statements of our side, round ${round} (latency = sent → answered, as the caller waits):`);
