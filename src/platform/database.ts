@@ -3,9 +3,12 @@ import pg from 'pg';
 import { migrationSource } from '../../db/migrations';
 import type { DatabasePooler } from '../config';
 import type { Logger } from '../logger';
+import { parseTimestamptz } from './timestamps';
 
-// Timestamps come back as Date objects (timestamptz); bigint counts as numbers (they stay far below 2^53).
+// Timestamps come back as Date objects (timestamptz, read by position: timestamps.ts); bigint counts
+// as numbers (they stay far below 2^53).
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, parseTimestamptz);
 
 export type Db = Knex;
 
