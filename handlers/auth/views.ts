@@ -6,6 +6,7 @@ import type { Config } from '../../src/config';
 import type { AccountView } from '../../src/accounts/me';
 import type { IssuedChallenge, IssuedSession } from '../../src/signin/service';
 import { secondsUntil, sessionCookie } from '../../src/http/session-cookie';
+import { isoString } from '../../src/platform/timestamps';
 
 type ApiUser = components['schemas']['User'];
 type LoginSuccess = components['schemas']['LoginSuccess'];
@@ -24,8 +25,8 @@ export function toApiUser(user: AccountView): ApiUser {
       passkeys: user.mfa.passkeys,
       recovery_codes_remaining: user.mfa.recoveryCodesRemaining,
     },
-    created_at: user.createdAt.toISOString(),
-    updated_at: user.updatedAt.toISOString(),
+    created_at: isoString(user.createdAt),
+    updated_at: isoString(user.updatedAt),
   };
 }
 

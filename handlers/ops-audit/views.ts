@@ -1,11 +1,12 @@
 // Domain → API shape of an audit event (one place, for the list and the single event).
 import type { components } from '../../codegen/api-types';
 import type { AuditEvent } from '../../src/audit/service';
+import { isoString } from '../../src/platform/timestamps';
 
 export function toApiEvent(event: AuditEvent): components['schemas']['AuditEvent'] {
   return {
     id: event.id,
-    at: event.at.toISOString(),
+    at: isoString(event.at),
     action: event.action,
     actor: event.actor,
     target: event.target,

@@ -3,10 +3,9 @@ import type { components } from '../../codegen/api-types';
 import type { MemberRow, OrgView } from '../../src/orgs/service';
 import type { InvitationRow } from '../../src/orgs/invitations';
 import type { ProjectRow } from '../../src/projects/service';
+import { isoString } from '../../src/platform/timestamps';
 
 type Schemas = components['schemas'];
-
-const iso = (d: Date) => d.toISOString();
 
 export const orgBody = (o: OrgView): Schemas['Org'] => ({
   id: o.id,
@@ -14,9 +13,9 @@ export const orgBody = (o: OrgView): Schemas['Org'] => ({
   slug: o.slug,
   role: o.role,
   member_count: o.memberCount,
-  created_at: iso(o.createdAt),
-  updated_at: iso(o.updatedAt),
-  deleted_at: o.deletedAt ? iso(o.deletedAt) : null,
+  created_at: isoString(o.createdAt),
+  updated_at: isoString(o.updatedAt),
+  deleted_at: o.deletedAt ? isoString(o.deletedAt) : null,
 });
 
 export const memberBody = (m: MemberRow): Schemas['Member'] => ({
@@ -24,7 +23,7 @@ export const memberBody = (m: MemberRow): Schemas['Member'] => ({
   email: m.email,
   name: m.name,
   role: m.role,
-  joined_at: iso(m.joinedAt),
+  joined_at: isoString(m.joinedAt),
 });
 
 export const invitationBody = (i: InvitationRow): Schemas['Invitation'] => ({
@@ -32,8 +31,8 @@ export const invitationBody = (i: InvitationRow): Schemas['Invitation'] => ({
   email: i.email,
   role: i.role,
   invited_by: i.invitedBy,
-  created_at: iso(i.createdAt),
-  expires_at: iso(i.expiresAt),
+  created_at: isoString(i.createdAt),
+  expires_at: isoString(i.expiresAt),
 });
 
 export const projectBody = (p: ProjectRow): Schemas['Project'] => ({
@@ -42,6 +41,6 @@ export const projectBody = (p: ProjectRow): Schemas['Project'] => ({
   name: p.name,
   description: p.description,
   created_by: p.createdBy,
-  created_at: iso(p.createdAt),
-  updated_at: iso(p.updatedAt),
+  created_at: isoString(p.createdAt),
+  updated_at: isoString(p.updatedAt),
 });

@@ -1,3 +1,6 @@
+// Timestamps in and out, on the hot paths: parseTimestamptz reads PostgreSQL's text, isoString
+// writes the contract's (RFC 3339, UTC, milliseconds).
+//
 // timestamptz values arrive as text, as PostgreSQL prints them with DateStyle ISO:
 // '2026-11-26 23:55:21.123456+00'. pg's own parser (postgres-date) runs three regular expressions
 // for each: on a 50-row list, with two timestamps a row, a tenth of the request's CPU. This one
@@ -68,4 +71,38 @@ export function parseTimestamptz(text: string): Date | number | null {
 
   const utc = Date.UTC(year, month - 1, day, hour, minute, second, ms);
   return new Date(sign === PLUS ? utc - offsetSeconds * 1000 : utc + offsetSeconds * 1000);
+}
+
+const PAD2 = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
+const PAD3 = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+const DAY_MS = 86_400_000;
+const FOUR_DIGIT_YEARS = { from: Date.UTC(1000, 0, 1), to: Date.UTC(10_000, 0, 1) - 1 };
+
+/**
+ * date.toISOString(), the same string, in a quarter of the time: a 50-row list writes 100 of them.
+ * The civil date of a day count is Howard Hinnant's `civil_from_days`; a date outside the years
+ * 1000–9999 (or an invalid one) is left to toISOString.
+ */
+export function isoString(date: Date): string {
+  const ms = date.getTime();
+  if (!(ms >= FOUR_DIGIT_YEARS.from && ms <= FOUR_DIGIT_YEARS.to)) return date.toISOString();
+  const days = Math.floor(ms / DAY_MS);
+  let rest = ms - days * DAY_MS;
+  const hour = Math.floor(rest / 3_600_000);
+  rest -= hour * 3_600_000;
+  const minute = Math.floor(rest / 60_000);
+  rest -= minute * 60_000;
+  const second = Math.floor(rest / 1000);
+  const milli = rest - second * 1000;
+
+  const z = days + 719_468; // days since 0000-03-01
+  const era = Math.floor(z / 146_097);
+  const dayOfEra = z - era * 146_097;
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365);
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const shiftedMonth = Math.floor((5 * dayOfYear + 2) / 153); // 0 = March
+  const day = dayOfYear - Math.floor((153 * shiftedMonth + 2) / 5) + 1;
+  const month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  return `${year}-${PAD2[month]}-${PAD2[day]}T${PAD2[hour]}:${PAD2[minute]}:${PAD2[second]}.${PAD3[milli]}Z`;
 }

@@ -2,7 +2,7 @@
 // expressions: the Date must be the same instant, to the millisecond, for whatever PostgreSQL
 // prints. PostgreSQL itself is the oracle: each value's text beside its epoch in milliseconds.
 import pg from 'pg';
-import { parseTimestamptz } from '../../src/platform/timestamps';
+import { isoString, parseTimestamptz } from '../../src/platform/timestamps';
 import { createDatabase } from '../../src/platform/database';
 import { createLogger } from '../../src/logger';
 import { adminUrl } from '../support/databases';
@@ -62,5 +62,22 @@ describe('timestamptz parsing', () => {
     } finally {
       await db.destroy();
     }
+  });
+});
+
+describe('isoString', () => {
+  const DAY = 86_400_000;
+  const from = Date.UTC(1000, 0, 1) - 3 * DAY;
+  const to = Date.UTC(10_000, 0, 1) + 3 * DAY;
+
+  it('writes what toISOString writes, for 200,000 random instants and every edge of the years 1000–9999', () => {
+    const instants = [from, Date.UTC(1000, 0, 1), Date.UTC(1000, 0, 1) - 1, Date.UTC(9999, 11, 31, 23, 59, 59, 999), Date.UTC(10_000, 0, 1), 0, -1, Date.UTC(2000, 1, 29), Date.UTC(2100, 1, 28, 23, 59, 59, 999), Date.UTC(2100, 2, 1)];
+    for (let i = 0; i < 200_000; i++) instants.push(from + Math.floor(Math.random() * (to - from)));
+    const differ = instants.map((ms) => new Date(ms)).filter((d) => isoString(d) !== d.toISOString());
+    expect(differ.map((d) => d.toISOString())).toEqual([]);
+  });
+
+  it('throws on an invalid date as toISOString does', () => {
+    expect(() => isoString(new Date(Number.NaN))).toThrow(RangeError);
   });
 });
