@@ -80,10 +80,10 @@ type Row = MeasuredRow;
 const printRow = (r: Row) => printMeasured(r, 34);
 
 /** Sends `n` requests one after another (keep-alive) and returns how many database transactions they caused. */
-async function transactionsPerRequest(url: string, headers: Record<string, string>, n: number, xacts: () => Promise<number>): Promise<number> {
+async function transactionsPerRequest(url: string, init: RequestInit, n: number, xacts: () => Promise<number>): Promise<number> {
   const before = await xacts();
   for (let i = 0; i < n; i++) {
-    const res = await fetch(url, { headers });
+    const res = await fetch(url, init);
     await res.arrayBuffer();
   }
   await sleep(STATS_SETTLE_MS);
@@ -205,16 +205,22 @@ async function main(): Promise<void> {
 
     // Database round trips: sequential requests, counted by pg_stat_database (the scratch database is ours alone).
     const CHECK_N = 200;
+    const CHECK_LOGINS = 40;
     console.log(`database transactions per request (${CHECK_N} sequential requests each, pg_stat_database of the scratch database):`);
     // Warm the pool first (a new connection's start-up counts as a transaction), then let the counters settle.
     for (let i = 0; i < 10; i++) await (await fetch(t.me.url, { headers: meHeaders })).arrayBuffer();
     await sleep(STATS_SETTLE_MS);
-    const meXacts = await transactionsPerRequest(t.me.url, meHeaders, CHECK_N, dbXacts);
+    const meXacts = await transactionsPerRequest(t.me.url, { headers: meHeaders }, CHECK_N, dbXacts);
     const pingXacts = await transactionsPerRequest(t.ping.url, {}, CHECK_N, dbXacts);
+    // A sign-in's statements run without BEGIN/COMMIT: each is a transaction of its own.
+    const login = { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: loginBody };
+    const loginXacts = await transactionsPerRequest(t.login.url, login, CHECK_LOGINS, dbXacts);
+    const expressLoginXacts = await transactionsPerRequest(t.expressLogin.url, login, CHECK_LOGINS, dbXacts);
     // Ping sends no statement: what it counts is the instance's own background work (heartbeats,
     // settings), which /me's count includes too.
     const meOwnXacts = meXacts - pingXacts;
-    console.log(`    GET /v1/ping ${pingXacts.toFixed(3)} (the instance's background work), GET /v1/auth/me ${meXacts.toFixed(3)}: ${meOwnXacts.toFixed(3)} of its own\n`);
+    console.log(`    GET /v1/ping ${pingXacts.toFixed(3)} (the instance's background work), GET /v1/auth/me ${meXacts.toFixed(3)}: ${meOwnXacts.toFixed(3)} of its own`);
+    console.log(`    POST /v1/auth/login (${CHECK_LOGINS} each): ours ${loginXacts.toFixed(3)}, bare Express ${expressLoginXacts.toFixed(3)}\n`);
 
     const order = [t.node, t.express, t.nodeMe, t.expressMe, t.ping, t.me, t.expressLogin, t.login];
     if (opts.warmup > 0) {
