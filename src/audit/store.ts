@@ -34,8 +34,7 @@ const AUDIT_EVENT_INSERT = `insert into audit_events (id, action, actor_kind, ac
    values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
 const INSERT_AUDIT_EVENT = prepared('audit_events.insert', AUDIT_EVENT_INSERT);
 
-/** The event's row as AUDIT_EVENT_INSERT's parameters; the first is its new id. */
-/** The parameters of an event's insert (exported for the bare login baseline of bench:http). */
+/** The event's row as AUDIT_EVENT_INSERT's parameters; the first is its new id (exported for bench:http's bare login). */
 export function eventValues(event: AuditEventInput): unknown[] {
   return [
     newId('aud'),

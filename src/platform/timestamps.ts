@@ -17,13 +17,14 @@ const COLON = 58;
 const DOT = 46;
 const PLUS = 43;
 const MS_PER_DIGIT = [100, 10, 1];
+const OFFSET_UNITS = [60, 1]; // the offset's minutes and seconds, after its hours
 
 /** The digits at [at, at + count) as a number, or -1 when one is not a digit. */
 function digits(text: string, at: number, count: number): number {
   let n = 0;
   for (let i = at; i < at + count; i++) {
-    const d = text.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) return -1;
+    const d = text.charCodeAt(i) - 48; // NaN past the end
+    if (!(d >= 0 && d <= 9)) return -1;
     n = n * 10 + d;
   }
   return n;
@@ -60,7 +61,7 @@ export function parseTimestamptz(text: string): Date | number | null {
   const offsetHours = digits(text, i + 1, 2);
   let offsetSeconds = offsetHours * 3600;
   i += 3;
-  for (const unit of [60, 1]) {
+  for (const unit of OFFSET_UNITS) {
     if (i === n) break;
     const part = text.charCodeAt(i) === COLON ? digits(text, i + 1, 2) : -1;
     if (part < 0) return parseDate(text);
