@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { projectRoot } from '../src/config';
 import { formatProfile, summariseProfile } from './http/cpu-profile';
 import { freePort, pinned, startServer, stopProcess, waitFor, type Server } from './processes';
@@ -22,13 +23,17 @@ export function buildService(build: boolean): string {
   return mainJs;
 }
 
+/** A rate-limit setting high enough that no benchmark's load meets it. */
+export const UNLIMITED = '1000000000';
+
 export interface ServiceOptions {
   mainJs: string;
   /** The CPU it is pinned to (null: not pinned). */
   cpu: number | null;
   /** Flags for node before the script (e.g. --cpu-prof). */
   nodeFlags?: string[];
-  sessionSecret: string;
+  /** A fresh random one when not given; pass one where instances, or a seed's config, must share it. */
+  sessionSecret?: string;
   databaseUrl: string;
   redisUrl: string;
   redisPrefix: string;
@@ -51,7 +56,7 @@ export async function startService(name: string, o: ServiceOptions): Promise<Ser
     HOST: '127.0.0.1',
     PORT: String(port),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-    SESSION_SECRET: o.sessionSecret,
+    SESSION_SECRET: o.sessionSecret ?? randomBytes(32).toString('base64url'),
     MFA_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), // a fixed bench key: nothing here is kept
     DATABASE_URL: o.databaseUrl,
     REDIS_URL: o.redisUrl,

@@ -14,12 +14,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { openScratch } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuMs, cpuPinning, pinByDefault, stopProcess, type Server } from '../processes';
 import { checkWrk, runWrk, wrkRate, wrkSummary } from '../wrk';
-import { buildService, profileService, startService } from '../service';
+import { buildService, profileService, startService, UNLIMITED } from '../service';
 import { projectRoot } from '../../src/config';
 import { seedBenchUser } from '../http/seed';
 
@@ -38,7 +37,6 @@ interface Options {
 }
 
 const PASSWORD = 'correct horse battery staple';
-const UNLIMITED = '1000000000';
 
 /** The commit's build, in a worktree of its own (node_modules shared): its dist/src/main.js. */
 function buildCommit(commit: string): { mainJs: string; remove(): void } {
@@ -96,7 +94,6 @@ async function main() {
         mainJs,
         cpu,
         nodeFlags,
-        sessionSecret: randomBytes(32).toString('base64url'),
         databaseUrl: dbUrl,
         redisUrl: scratch.redisUrl,
         redisPrefix: scratch.prefix,

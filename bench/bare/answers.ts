@@ -26,6 +26,7 @@ import { FIND_USER_FOR_SIGN_IN } from '../../src/accounts/store';
 import { COUNT_ATTEMPTS } from '../../src/ratelimit/limits';
 import { runScript } from '../../src/platform/redis';
 import { INSERT_SESSION_AUDITED, newSession } from '../../src/sessions/store';
+import { sessionEndsAt } from '../../src/sessions/expiry';
 import { eventValues } from '../../src/audit/store';
 import { ENTER_ORG, FIND_LIVE_SESSION, FIND_LIVE_SESSION_WITH_SECOND_FACTORS, LIST_ORGS, LIST_PROJECTS_AS_MEMBER } from '../orgs/sql';
 
@@ -156,8 +157,8 @@ export async function login(body: unknown, ip: string, userAgent: string | null)
   if (typeof email !== 'string' || typeof password !== 'string') return [422, { code: 'validation_failed' }];
   const address = email.trim().toLowerCase();
   const prefix = process.env.BARE_REDIS_PREFIX ?? 'bare:';
-  const counts = (await runScript(kv(), COUNT_ATTEMPTS, [`${prefix}rl:login.ip:${ip}`, `${prefix}rl:login.email:${address}`], [LOGIN_WINDOW_MS, LOGIN_WINDOW_MS])) as number[];
-  if (counts.length !== 4) return [503, { code: 'unavailable' }];
+  // Counted as the service counts them (the bench raises the service's limits, so nothing is refused).
+  await runScript(kv(), COUNT_ATTEMPTS, [`${prefix}rl:login.ip:${ip}`, `${prefix}rl:login.email:${address}`], [LOGIN_WINDOW_MS, LOGIN_WINDOW_MS]);
   const user = (await db().query({ ...FIND_USER_FOR_SIGN_IN, values: [address] })).rows[0];
   unknownEmailHash ??= hashPassword('nobody knows this', Number(process.env.BARE_BCRYPT_COST ?? 10));
   const matches = await verifyPassword(password, user?.password_hash ?? (await unknownEmailHash));
@@ -173,7 +174,7 @@ export async function login(body: unknown, ip: string, userAgent: string | null)
     meta: { ip, userAgent, requestId: null },
   });
   await db().query({ ...INSERT_SESSION_AUDITED, values: [...values, ...event] });
-  const expiresAt = new Date(Math.min(session.expiresAt.getTime(), now.getTime() + IDLE_TIMEOUT_MS));
+  const expiresAt = sessionEndsAt(now, session.expiresAt, IDLE_TIMEOUT_MS / 1000);
   return [200, { mfa_required: false, user: userBody(user), session: { id: session.id, expires_at: iso(expiresAt) }, token: session.token }];
 }
 

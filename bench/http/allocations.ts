@@ -24,6 +24,7 @@ import { createDatabase } from '../../src/platform/database';
 import { createRedis } from '../../src/platform/redis';
 import { buildAppContext } from '../../src/app-context-factory';
 import { createApp } from '../../src/app';
+import { UNLIMITED } from '../service';
 import { createHttpServer } from '../../src/http/server';
 
 interface Options {
@@ -98,7 +99,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
       MAIL_TRANSPORT: 'log',
       RUN_WORKERS: 'false',
-      RATE_LIMIT_IP_PER_MINUTE: '1000000000',
+      RATE_LIMIT_IP_PER_MINUTE: UNLIMITED,
     });
     // Silent: the shutdown below drops connections wrk left open, which the service would log.
     const logger = createLogger('silent');

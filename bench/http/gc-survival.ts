@@ -5,10 +5,9 @@
 //
 //   npm run bench:gc -- [--route /v1/auth/me] [--duration 4]
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { openScratch } from '../scratch';
 import { parseOptions } from '../options';
-import { buildService, startBareServer, startService } from '../service';
+import { buildService, startBareServer, startService, UNLIMITED } from '../service';
 import { stopProcess, type Server } from '../processes';
 import { checkWrk, runWrk } from '../wrk';
 import { seedBenchUser } from './seed';
@@ -53,12 +52,11 @@ async function main(): Promise<void> {
       mainJs,
       cpu: 0,
       nodeFlags: flags,
-      sessionSecret: randomBytes(32).toString('base64url'),
       databaseUrl: dbUrl,
       redisUrl: scratch.redisUrl,
       redisPrefix: scratch.prefix,
       auth,
-      env: { RATE_LIMIT_IP_PER_MINUTE: '1000000000' },
+      env: { RATE_LIMIT_IP_PER_MINUTE: UNLIMITED },
     });
     const bareConfig = loadConfig({ NODE_ENV: 'test', DATABASE_URL: dbUrl });
     const bareEnv = { BARE_DATABASE_URL: await connectionString(appDatabase(bareConfig, dbUrl)), BARE_POOL_MAX: String(bareConfig.databasePoolMax) };

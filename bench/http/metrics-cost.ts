@@ -20,11 +20,10 @@
 // Load generator and pinning as in bench/http/run.ts (server on CPU 0, wrk on CPU 1).
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { openScratch } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuPinning, freePort, pinByDefault, stopProcess } from '../processes';
-import { buildService, startService } from '../service';
+import { buildService, startService, UNLIMITED } from '../service';
 import { checkWrk, runWrk, wrkRate } from '../wrk';
 import { median } from '../rounds';
 import { summariseProfile } from './cpu-profile';
@@ -86,12 +85,11 @@ async function main(): Promise<void> {
         const kind = i % 2 === 0 ? 'off' : 'on';
         const dir = fs.mkdtempSync(path.join(scratch.profileDir, `${kind}-`));
         // The per-IP limit raised, as bench:http does: every request comes from 127.0.0.1.
-        const env: Record<string, string> = { RATE_LIMIT_IP_PER_MINUTE: '1000000000', ...(kind === 'on' ? { METRICS_PORT: String(await freePort()) } : {}) };
+        const env: Record<string, string> = { RATE_LIMIT_IP_PER_MINUTE: UNLIMITED, ...(kind === 'on' ? { METRICS_PORT: String(await freePort()) } : {}) };
         const server = await startService(`our service, METRICS_PORT ${kind === 'on' ? 'set' : 'unset'}`, {
           mainJs,
           cpu: serverCpu,
           nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
-          sessionSecret: randomBytes(32).toString('base64url'),
           databaseUrl: dbUrl,
           redisUrl: scratch.redisUrl,
           redisPrefix: scratch.prefix,

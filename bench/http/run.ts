@@ -28,11 +28,10 @@
 // and the Redis key prefix bench-http:<random>:, and removes both (and every child process) at the end.
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { adminUrl, openScratch } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuPinning, freePort, pinByDefault, runForJsonLine, sleep, type Server } from '../processes';
-import { buildService, profileService, startBareServer, startService } from '../service';
+import { buildService, profileService, startBareServer, startService, UNLIMITED } from '../service';
 import { checkWrk, printMeasured, runMeasured, runWrk, wrkRate, type MeasuredRow, type MeasuredTarget } from '../wrk';
 import { seedBenchUser } from './seed';
 import { fmtRate, median, medianBy, medianRow, rotate } from '../rounds';
@@ -44,7 +43,6 @@ import { appDatabase } from '../../src/platform/database-roles';
 const AIMS = { vsExpress: 0.9, p99VsExpress: 1.5, loginVsBcrypt: 0.95 };
 const BCRYPT_COST = 10;
 const PASSWORD = 'bench-password-correct-horse';
-const UNLIMITED = '1000000000';
 /** pg_stat_database counters of a backend are flushed at most once a second, idle ones after 10 s. */
 const STATS_SETTLE_MS = 11_000;
 
@@ -131,7 +129,6 @@ async function main(): Promise<void> {
         mainJs,
         cpu,
         nodeFlags,
-        sessionSecret: randomBytes(32).toString('base64url'),
         databaseUrl: dbUrl,
         redisUrl,
         redisPrefix: prefix,

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { openScratch } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuMs, cpuPinning, pinByDefault, pinned, runForJsonLine } from '../processes';
-import { buildService, startService } from '../service';
+import { buildService, startService, UNLIMITED } from '../service';
 import { checkWrk, wrkSummary, type WrkResult } from '../wrk';
 import { fmtRate, median, medianRow } from '../rounds';
 import { seedBenchUser } from '../http/seed';
@@ -30,7 +30,6 @@ interface Options {
 }
 
 const USAGE = 'usage: npm run bench:idempotency -- [--duration 4] [--warmup 1] [--connections 16] [--rounds 4] [--no-build] [--no-pin]';
-const UNLIMITED = '1000000000';
 
 interface Row {
   label: string;
@@ -71,7 +70,6 @@ async function main(): Promise<void> {
     const server = await startService('our service', {
       mainJs,
       cpu: serverCpu,
-      sessionSecret: randomBytes(32).toString('base64url'),
       databaseUrl: dbUrl,
       redisUrl: scratch.redisUrl,
       redisPrefix: scratch.prefix,

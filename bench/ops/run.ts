@@ -45,7 +45,7 @@ import type { Knex } from 'knex';
 import { openScratch } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuMs, cpuPinning, pinByDefault, runForJsonLine, type Server } from '../processes';
-import { buildService, profileService, startBareServer, startService } from '../service';
+import { buildService, profileService, startBareServer, startService, UNLIMITED } from '../service';
 import { checkWrk, runMeasured, runWrk, wrkRate, wrkSummary, type MeasuredRow, type MeasuredTarget, type WrkResult } from '../wrk';
 import { fmtRate, median, medianRow, rotate } from '../rounds';
 import { loadConfig } from '../../src/config';
@@ -60,7 +60,6 @@ import { idSql, seed } from './seed';
 const AIM_P99_MS = 50;
 const BCRYPT_COST = 4;
 const LOGIN_PASSWORD = 'bench-password-correct-horse';
-const UNLIMITED = '1000000000';
 const DAY_MS = 24 * 3600 * 1000;
 
 interface Options {

@@ -46,7 +46,7 @@ import pg from 'pg';
 import { openScratch } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuMs, cpuPinning, pinByDefault, type Server } from '../processes';
-import { buildService, profileService, startBareServer, startService } from '../service';
+import { buildService, profileService, startBareServer, startService, UNLIMITED } from '../service';
 import { checkWrk, runWrk, wrkRate, wrkSummary, type WrkTarget } from '../wrk';
 import { fmtRate, median, medianRow, rotate } from '../rounds';
 import { loadConfig, projectRoot } from '../../src/config';
@@ -63,7 +63,6 @@ import { ENTER_ORG, LIST_ORGS, LIST_PROJECTS, LIST_PROJECTS_AS_MEMBER, SET_CONTE
 const AIMS = { vsExpress: 0.9, p99VsExpress: 1.5, rlsCost: 0.1 };
 const PAGE = 50; // the default limit
 const DEEP_PAGE = 50;
-const UNLIMITED = '1000000000';
 const TENANT_TABLES = ['organisations', 'memberships', 'invitations', 'projects'];
 
 interface Options {

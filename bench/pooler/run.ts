@@ -168,7 +168,6 @@ async function main(): Promise<void> {
       startService(label, {
         mainJs,
         cpu: serverCpu,
-        sessionSecret: randomBytes(32).toString('base64url'),
         databaseUrl: dbUrl,
         redisUrl,
         redisPrefix: prefix,

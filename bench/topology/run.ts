@@ -39,7 +39,7 @@ import { randomBytes } from 'node:crypto';
 import { openScratch, adminUrl } from '../scratch';
 import { parseOptions } from '../options';
 import { cpuMs, runForJsonLine, type Server } from '../processes';
-import { buildService, startService, type ServiceOptions } from '../service';
+import { buildService, startService, type ServiceOptions, UNLIMITED } from '../service';
 import { checkWrk, wrkSummary, type WrkResult } from '../wrk';
 import { fmtRate } from '../rounds';
 import { loadConfig, projectRoot } from '../../src/config';
@@ -53,7 +53,6 @@ import { startApis, startBalancer, startPooler, startSentinelRedis, startWorkers
 
 const BCRYPT_COST = 4;
 const PASSWORD = 'bench-password-correct-horse';
-const UNLIMITED = '1000000000';
 const MIXED_LUA = path.join(__dirname, 'mixed.lua');
 /** How long the test mails of a deployment may take to be sent once the load stops. */
 const MAIL_DRAIN_MS = 60_000;

@@ -51,10 +51,8 @@ export function eventValues(event: AuditEventInput): unknown[] {
   ];
 }
 
-export async function insertAuditEvent(trx: Db, event: AuditEventInput): Promise<string> {
-  const values = eventValues(event);
-  await runPrepared(trx, INSERT_AUDIT_EVENT, values);
-  return values[0] as string;
+export function insertAuditEvent(trx: Db, event: AuditEventInput): Promise<string> {
+  return insertAuditedChange(trx, INSERT_AUDIT_EVENT, [], event);
 }
 
 /**
@@ -68,7 +66,7 @@ export function auditedChange(name: string, change: { sql: string; params: numbe
   return prepared(name, `with change as (${change.sql})\n   ${insert}`);
 }
 
-/** Runs an `auditedChange` statement: the change's parameters, then the event's. The event's id. */
+/** Runs an `auditedChange` statement (or the event's insert alone): the change's parameters, then the event's. The event's id. */
 export async function insertAuditedChange(db: Db, statement: Prepared, changeValues: unknown[], event: AuditEventInput): Promise<string> {
   const values = eventValues(event);
   await runPrepared(db, statement, [...changeValues, ...values]);
